@@ -1,0 +1,136 @@
+"""Norm modules. Each wraps one function of ``functional.py`` plus its parameters.
+
+Every module normalizes over the last dimension, or over dim 1 of a channels-first tensor
+(N, C, ...) when built with ``channels_first=True`` (the MNIST CNN).
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from . import functional as F
+
+
+class Norm(nn.Module):
+    """Base: optional per-channel affine (gain g, bias b) and channels-first handling."""
+
+    def __init__(self, dim: int, gain: bool = False, bias: bool = False, channels_first: bool = False):
+        super().__init__()
+        self.dim = dim
+        self.channels_first = channels_first
+        self.weight = nn.Parameter(torch.ones(dim)) if gain else None
+        self.bias = nn.Parameter(torch.zeros(dim)) if bias else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.channels_first:
+            x = x.movedim(1, -1)
+        if x.shape[-1] != self.dim:
+            raise ValueError(f"{type(self).__name__}(dim={self.dim}) got a tensor with {x.shape[-1]} features")
+        y = self.normalize(x)
+        if self.weight is not None:
+            y = y * self.weight
+        if self.bias is not None:
+            y = y + self.bias
+        return y.movedim(-1, 1) if self.channels_first else y
+
+    def extra_repr(self) -> str:
+        return f"{self.dim}, affine=({self.weight is not None}, {self.bias is not None})"
+
+
+class NoNorm(Norm):
+    def __init__(self, dim: int, channels_first: bool = False):
+        super().__init__(dim, channels_first=channels_first)
+
+    def forward(self, x):  # identity, without the shape round-trip
+        return x
+
+
+class LayerNormFamily(Norm):
+    """LayerNorm, LayerNorm-simple, DetachNorm and the detach-mean/var variants (Xu et al. 2019)."""
+
+    def __init__(self, dim, affine=True, detach_mean=False, detach_var=False, eps=1e-5,
+                 numerics="paper", channels_first=False):
+        if numerics not in F.NUMERICS:
+            raise ValueError(f"numerics must be one of {F.NUMERICS}, got {numerics!r}")
+        super().__init__(dim, gain=affine, bias=affine, channels_first=channels_first)
+        self.eps, self.numerics = eps, numerics
+        self.detach_mean, self.detach_var = detach_mean, detach_var
+
+    def normalize(self, x):
+        return F.ln_simple(x, self.eps, self.detach_mean, self.detach_var, self.numerics)
+
+    def extra_repr(self):
+        return (super().extra_repr() + f", eps={self.eps}, numerics={self.numerics}, "
+                f"detach_mean={self.detach_mean}, detach_var={self.detach_var}")
+
+
+class AdaNorm(Norm):
+    """z = C(1 - k y) y with y = LN-simple(x) and phi detached. No learnable parameters."""
+
+    def __init__(self, dim, C=1.0, k=0.1, eps=1e-5, numerics="paper", channels_first=False):
+        if numerics not in F.NUMERICS:
+            raise ValueError(f"numerics must be one of {F.NUMERICS}, got {numerics!r}")
+        super().__init__(dim, channels_first=channels_first)
+        self.C, self.k, self.eps, self.numerics = C, k, eps, numerics
+
+    def normalize(self, x):
+        return F.adanorm(x, self.C, self.k, self.eps, self.numerics)
+
+    def extra_repr(self):
+        return super().extra_repr() + f", C={self.C}, k={self.k}, eps={self.eps}, numerics={self.numerics}"
+
+
+class RMSNorm(Norm):
+    def __init__(self, dim, eps=1e-5, affine=True, numerics="paper", channels_first=False):
+        if numerics not in F.NUMERICS:
+            raise ValueError(f"numerics must be one of {F.NUMERICS}, got {numerics!r}")
+        super().__init__(dim, gain=affine, channels_first=channels_first)
+        self.eps, self.numerics = eps, numerics
+
+    def normalize(self, x):
+        return F.rmsnorm(x, self.eps, self.numerics)
+
+
+class ScaleNorm(Norm):
+    """One learned scalar g, initialised to sqrt(dim) so the output has unit RMS at init."""
+
+    def __init__(self, dim, eps=1e-5, channels_first=False):
+        super().__init__(dim, channels_first=channels_first)
+        self.eps = eps
+        self.g = nn.Parameter(torch.tensor(float(dim) ** 0.5))
+
+    def normalize(self, x):
+        return F.scalenorm(x, self.g, self.eps)
+
+
+class DyT(Norm):
+    def __init__(self, dim, alpha_init=0.5, affine=True, channels_first=False):
+        super().__init__(dim, gain=affine, bias=affine, channels_first=channels_first)
+        self.alpha = nn.Parameter(torch.full((1,), float(alpha_init)))
+
+    def normalize(self, x):
+        return F.dyt(x, self.alpha)
+
+
+class Derf(Norm):
+    def __init__(self, dim, alpha_init=0.5, shift_init=0.0, affine=True, channels_first=False):
+        super().__init__(dim, gain=affine, bias=affine, channels_first=channels_first)
+        self.alpha = nn.Parameter(torch.full((1,), float(alpha_init)))
+        self.shift = nn.Parameter(torch.full((1,), float(shift_init)))
+
+    def normalize(self, x):
+        return F.derf(x, self.alpha, self.shift)
+
+
+class BatchNorm(Norm):
+    """BatchNorm over every position of the batch (all dims but the feature dim).
+
+    Statistics include padding positions in sequence models: use it for vision, or accept that.
+    """
+
+    def __init__(self, dim, eps=1e-5, momentum=0.1, channels_first=False):
+        super().__init__(dim, channels_first=channels_first)
+        self.bn = nn.BatchNorm1d(dim, eps=eps, momentum=momentum)
+
+    def normalize(self, x):
+        return self.bn(x.reshape(-1, self.dim)).reshape(x.shape)

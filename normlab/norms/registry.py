@@ -1,0 +1,113 @@
+"""NORMS: the one registry of norm variants, and build_norm, the one construction point."""
+from __future__ import annotations
+
+import inspect
+from typing import Callable
+
+from torch import nn
+
+from . import layers as L
+
+
+def _none(dim, channels_first=False):
+    return L.NoNorm(dim, channels_first=channels_first)
+
+
+def _layernorm(dim, eps=1e-5, numerics="paper", channels_first=False):
+    return L.LayerNormFamily(dim, affine=True, eps=eps, numerics=numerics, channels_first=channels_first)
+
+
+def _layernorm_simple(dim, eps=1e-5, numerics="paper", channels_first=False):
+    return L.LayerNormFamily(dim, affine=False, eps=eps, numerics=numerics, channels_first=channels_first)
+
+
+def _detachnorm(dim, eps=1e-5, numerics="paper", channels_first=False):
+    return L.LayerNormFamily(dim, affine=False, detach_mean=True, detach_var=True, eps=eps,
+                             numerics=numerics, channels_first=channels_first)
+
+
+def _detach_mean(dim, eps=1e-5, numerics="paper", channels_first=False):
+    return L.LayerNormFamily(dim, affine=False, detach_mean=True, eps=eps, numerics=numerics,
+                             channels_first=channels_first)
+
+
+def _detach_var(dim, eps=1e-5, numerics="paper", channels_first=False):
+    return L.LayerNormFamily(dim, affine=False, detach_var=True, eps=eps, numerics=numerics,
+                             channels_first=channels_first)
+
+
+def _adanorm(dim, C=1.0, k=0.1, eps=1e-5, numerics="paper", channels_first=False):
+    # C=1 by default: at init the output scale matches LayerNorm's unit gain, so LN vs AdaNorm
+    # compares the phi shape at equal scale. The official script's C=2 is set per experiment.
+    return L.AdaNorm(dim, C=C, k=k, eps=eps, numerics=numerics, channels_first=channels_first)
+
+
+def _rmsnorm(dim, eps=1e-5, affine=True, numerics="paper", channels_first=False):
+    return L.RMSNorm(dim, eps=eps, affine=affine, numerics=numerics, channels_first=channels_first)
+
+
+def _dyt(dim, alpha_init=0.5, affine=True, channels_first=False):
+    return L.DyT(dim, alpha_init=alpha_init, affine=affine, channels_first=channels_first)
+
+
+def _scalenorm(dim, eps=1e-5, channels_first=False):
+    return L.ScaleNorm(dim, eps=eps, channels_first=channels_first)
+
+
+def _derf(dim, alpha_init=0.5, shift_init=0.0, affine=True, channels_first=False):
+    return L.Derf(dim, alpha_init=alpha_init, shift_init=shift_init, affine=affine,
+                  channels_first=channels_first)
+
+
+def _batchnorm(dim, eps=1e-5, momentum=0.1, channels_first=False):
+    return L.BatchNorm(dim, eps=eps, momentum=momentum, channels_first=channels_first)
+
+
+NORMS: dict[str, Callable[..., nn.Module]] = {
+    "none": _none,
+    "layernorm": _layernorm,
+    "layernorm_simple": _layernorm_simple,
+    "detachnorm": _detachnorm,
+    "detach_mean": _detach_mean,
+    "detach_var": _detach_var,
+    "adanorm": _adanorm,
+    "rmsnorm": _rmsnorm,
+    "dyt": _dyt,
+    "scalenorm": _scalenorm,
+    "derf": _derf,
+    "batchnorm": _batchnorm,
+}
+
+NORM_TYPES = (L.Norm, nn.LayerNorm, nn.RMSNorm)
+
+
+def norm_options(name: str) -> list[str]:
+    params = inspect.signature(_factory(name)).parameters
+    return [p for p in params if p != "dim"]
+
+
+def _factory(name: str):
+    if name not in NORMS:
+        raise ValueError(f"unknown norm {name!r}; valid names: {', '.join(NORMS)}")
+    return NORMS[name]
+
+
+def build_norm(name: str, dim: int, **options) -> nn.Module:
+    """Build norm variant ``name`` over ``dim`` features. Unknown names/options raise ValueError."""
+    factory = _factory(name)
+    valid = norm_options(name)
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise ValueError(f"norm {name!r} has no option(s) {unknown}; valid options: {valid}")
+    return factory(dim, **options)
+
+
+def norm_factory(name: str, **options) -> Callable[[int], nn.Module]:
+    """A ``dim -> module`` callable for models; validates name and options now, not at build."""
+    build_norm(name, 4, **options)
+
+    def make(dim: int, **extra) -> nn.Module:
+        return build_norm(name, dim, **{**options, **extra})
+
+    make.norm_name = name
+    return make
