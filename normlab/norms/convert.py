@@ -36,4 +36,22 @@ def convert_norms(model: nn.Module, name: str, **options) -> nn.Module:
                 if ref is not None:
                     new = new.to(device=ref.device, dtype=ref.dtype)
                 setattr(parent, child_name, new)
+    for module in model.modules():
+        _disable_fast_path(module)
     return model
+
+
+def _disable_fast_path(module: nn.Module) -> None:
+    """Keep torch's Transformer encoder off its inference fast path once its norms are replaced.
+
+    In eval mode nn.TransformerEncoderLayer's fast path reads ``norm1.eps/weight/bias`` and runs
+    torch's fused LayerNorm kernel, so a converted layer would crash (no ``eps``, ``weight=None``)
+    or silently compute LayerNorm instead of the new variant. ``activation_relu_or_gelu`` is only
+    consulted to pick that path (the slow path calls ``self.activation``) and is checked before
+    the norms. nn.TransformerEncoder would also feed nested tensors (padding masks) to the layers,
+    which our norms cannot take.
+    """
+    if isinstance(module, nn.TransformerEncoderLayer):
+        module.activation_relu_or_gelu = 0
+    elif isinstance(module, nn.TransformerEncoder):
+        module.use_nested_tensor = False
