@@ -1,0 +1,116 @@
+"""The run directory contract: config.yaml, curves.jsonl, summary.json, checkpoints/.
+
+Every file is written atomically (temp file + rename) so a kill at any moment leaves either the
+old or the new version, never half of one. Configs are read back with safe YAML only.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any, Optional
+
+import torch
+import yaml
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide results from other users of a shared cluster
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: Path, obj: Any) -> None:
+    atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n").encode())
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(Path(path).read_text())
+
+
+def write_yaml(path: Path, obj: Any) -> None:
+    atomic_write_bytes(path, yaml.safe_dump(obj, sort_keys=False).encode())
+
+
+def read_yaml(path: Path) -> Any:
+    return yaml.safe_load(Path(path).read_text())
+
+
+def read_curves(path: Path) -> list[dict]:
+    """Records of curves.jsonl; a torn last line (killed mid-append) is dropped."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            break
+    return records
+
+
+class Curves:
+    """Append-only JSONL of metric records; on resume, cut back to the checkpoint's step."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    def truncate_after(self, step: int) -> None:
+        keep = [r for r in read_curves(self.path) if r.get("step", 0) <= step]
+        atomic_write_bytes(self.path, "".join(json.dumps(r) + "\n" for r in keep).encode())
+
+    def append(self, record: dict) -> None:
+        with open(self.path, "a") as f:
+            f.write(json.dumps(record) + "\n")
+            f.flush()
+
+
+class Checkpoints:
+    """last.pt written atomically; the previous one kept as prev.pt until the new one is whole."""
+
+    def __init__(self, run_dir: Path):
+        self.dir = Path(run_dir) / "checkpoints"
+
+    @property
+    def last(self) -> Path:
+        return self.dir / "last.pt"
+
+    def save(self, state: dict, name: str = "last.pt") -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=f".{name}.", suffix=".tmp")
+        os.close(fd)
+        try:
+            torch.save(state, tmp)
+            target = self.dir / name
+            if name == "last.pt" and target.exists():
+                os.replace(target, self.dir / "prev.pt")
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def load(self, name: str = "last.pt") -> Optional[dict]:
+        """The newest readable checkpoint, or None. A truncated one is skipped with a warning."""
+        candidates = [self.dir / name] + ([self.dir / "prev.pt"] if name == "last.pt" else [])
+        for path in candidates:
+            if not path.exists():
+                continue
+            try:
+                return torch.load(path, map_location="cpu", weights_only=True)
+            except Exception as e:  # truncated or corrupt file: fall back to the previous one
+                warnings.warn(f"checkpoint {path} is unreadable ({type(e).__name__}: {e}); "
+                              "falling back to the previous checkpoint")
+        return None

@@ -1,0 +1,18 @@
+"""TASKS: task key -> "module:Class". Adding a task: one module plus one configs/task/<key>.yaml."""
+from __future__ import annotations
+
+import importlib
+
+TASKS: dict[str, str] = {
+    "rt": "normlab.tasks.classification:RTTask",
+    "sst2": "normlab.tasks.classification:SST2Task",
+    "imdb": "normlab.tasks.classification:IMDBTask",
+    "synthetic_cls": "normlab.tasks.classification:SyntheticTask",
+}
+
+
+def get_task_class(name: str):
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; valid tasks: {', '.join(sorted(TASKS))}")
+    module, cls = TASKS[name].split(":")
+    return getattr(importlib.import_module(module), cls)

@@ -1,0 +1,73 @@
+"""The Task interface: what the trainer needs from a task family.
+
+A task knows its data (read from the dataset's released format under ``data_dir``), builds its
+model from a norm factory, computes its training loss, and evaluates its metric. Adding a task is
+one module implementing this class plus one ``configs/task/<name>.yaml``.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+from torch import nn
+
+from ..models.transformer import NormFactory
+
+
+class DataError(ValueError):
+    """Missing or malformed data. The message names the file and how to fix it."""
+
+
+class Task(ABC):
+    name: str = ""
+    metric: str = ""                # main metric key, e.g. "acc", "bleu", "bpc", "uas"
+    higher_is_better: bool = True
+    unit: str = "examples"          # what throughput counts: "examples" or "tokens"
+
+    def __init__(self, cfg: Any, data_dir: Path, cache_dir: Path):
+        self.cfg = cfg               # the resolved ``task`` config section
+        self.data_dir = Path(data_dir)
+        self.cache_dir = Path(cache_dir)
+        # Labels every output with what data was used: {"source": "real"|"generated",
+        # "subset": None or a sentence saying which part, "sizes": {split: n}}.
+        self.data_info: dict = {}
+
+    @abstractmethod
+    def setup(self) -> None:
+        """Read (or load from cache) the data; raise DataError naming the file on bad input."""
+        ...
+
+    @abstractmethod
+    def build_model(self, norm: NormFactory) -> nn.Module:
+        ...
+
+    @abstractmethod
+    def train_batches(self, epoch: int, seed: int) -> Sequence[Any]:
+        """The epoch's batches, a pure function of (epoch, seed) so a resumed run sees the same."""
+        ...
+
+    @abstractmethod
+    def loss(self, model: nn.Module, batch: Any) -> tuple[torch.Tensor, int]:
+        """(mean training loss over the batch's units, number of units)."""
+        ...
+
+    @abstractmethod
+    def evaluate(self, model: nn.Module, split: str) -> dict[str, float]:
+        """{"loss": ..., self.metric: ...} on ``split`` ("valid" or "test")."""
+        ...
+
+    def test(self, model: nn.Module, run_dir: Path) -> dict[str, float]:
+        """Final evaluation of the selected checkpoint; tasks may write outputs to run_dir."""
+        return self.evaluate(model, "test")
+
+
+def to_device(batch: Any, device: torch.device) -> Any:
+    if torch.is_tensor(batch):
+        return batch.to(device, non_blocking=True)
+    if isinstance(batch, dict):
+        return {k: to_device(v, device) for k, v in batch.items()}
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(to_device(v, device) for v in batch)
+    return batch

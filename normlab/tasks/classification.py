@@ -1,0 +1,112 @@
+"""Text classification (RT, SST-2, IMDB, and a generated demo task) with a Transformer encoder."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..data import classification as readers
+from ..data.batching import LazyBatches, bucket_batches, epoch_generator, pad
+from ..data.cache import cached
+from ..data.text import Ragged, Vocab, tokenize
+from ..models.classifier import TransformerClassifier
+from ..models.transformer import NormFactory, TransformerConfig
+from .base import DataError, Task
+
+
+class ClassificationTask(Task):
+    metric, higher_is_better, unit = "acc", True, "examples"
+    files: tuple[str, ...] = ()  # source files that key the cache
+
+    def read(self) -> tuple[dict, str]:
+        ...
+
+    def _source_files(self) -> list:
+        return [self.data_dir / f for f in self.files if (self.data_dir / f).exists()]
+
+    def setup(self) -> None:
+        d = self.cfg.data
+        if self.files and not self.data_dir.is_dir():
+            raise DataError(f"data folder {self.data_dir} for task {self.name} does not exist; set "
+                            f"NORMLAB_DATA (or paths.data_dir) to the folder that holds '{self.name}/', "
+                            f"see scripts/prepare_data.py")
+        options = {"task": self.name, "reader": dict(d.get("reader") or {}), "min_freq": d.min_freq,
+                   "max_vocab": d.max_vocab}
+
+        def build():
+            splits, note = self.read()
+            docs = {s: [tokenize(t) for t in texts] for s, (texts, _) in splits.items()}
+            vocab = Vocab.build(docs["train"], d.min_freq, d.max_vocab)  # train only
+            out = {"vocab": vocab.itos, "note": note}
+            for s, (_, labels) in splits.items():
+                out[s] = {**Ragged.from_lists([vocab.encode(x) for x in docs[s]]).state(),
+                          "labels": torch.tensor(labels, dtype=torch.int64)}
+            return out
+        data = cached(self.cache_dir, self.name, self._source_files(), options, build)
+        self.vocab = Vocab(data["vocab"])
+        self.splits = {s: (Ragged(data[s]["flat"], data[s]["offsets"]), data[s]["labels"])
+                       for s in ("train", "valid", "test")}
+        self.classes = int(self.splits["train"][1].max()) + 1
+        self.data_info = {"source": "generated" if not self.files else "real", "subset": data["note"],
+                          "sizes": {s: len(v[1]) for s, v in self.splits.items()}, "vocab": len(self.vocab)}
+
+    def build_model(self, norm: NormFactory) -> nn.Module:
+        m = dict(self.cfg.model)
+        max_positions = m.pop("max_positions", 1024)
+        return TransformerClassifier(len(self.vocab), self.classes, self.vocab.pad, TransformerConfig(**m),
+                                     norm, max_positions)
+
+    def _batches(self, split: str, generator=None) -> LazyBatches:
+        seqs, labels = self.splits[split]
+        d = self.cfg.data
+        lengths = seqs.lengths().clamp(max=d.max_len)
+        idx = bucket_batches(lengths, batch_size=d.batch_size, generator=generator)
+        return LazyBatches(idx, lambda b: (pad([seqs[i] for i in b.tolist()], self.vocab.pad, d.max_len),
+                                           labels[b]))
+
+    def train_batches(self, epoch: int, seed: int):
+        return self._batches("train", epoch_generator(seed, epoch))
+
+    def loss(self, model, batch):
+        tokens, labels = batch
+        return F.cross_entropy(model(tokens), labels), labels.numel()
+
+    def evaluate(self, model, split):
+        total, correct, n = 0.0, 0, 0
+        device = next(model.parameters()).device
+        for tokens, labels in self._batches(split):
+            tokens, labels = tokens.to(device), labels.to(device)
+            logits = model(tokens)
+            total += F.cross_entropy(logits, labels, reduction="sum").item()
+            correct += (logits.argmax(-1) == labels).sum().item()
+            n += labels.numel()
+        return {"loss": total / n, "acc": 100.0 * correct / n}
+
+
+class RTTask(ClassificationTask):
+    name, files = "rt", ("rt-polarity.pos", "rt-polarity.neg")
+
+    def read(self):
+        return readers.read_rt(self.data_dir, **(self.cfg.data.get("reader") or {}))
+
+
+class SST2Task(ClassificationTask):
+    name, files = "sst2", ("train.tsv", "dev.tsv")
+
+    def read(self):
+        return readers.read_sst2(self.data_dir, **(self.cfg.data.get("reader") or {}))
+
+
+class IMDBTask(ClassificationTask):
+    name, files = "imdb", ("aclImdb.tar.gz", "aclImdb_v1.tar.gz", "aclImdb/README")
+
+    def read(self):
+        return readers.read_imdb(self.data_dir, **(self.cfg.data.get("reader") or {}))
+
+
+class SyntheticTask(ClassificationTask):
+    """GENERATED data for the out-of-the-box demo and fast tests; labeled so in every output."""
+    name, files = "synthetic_cls", ()
+
+    def read(self):
+        return readers.synthetic(**(self.cfg.data.get("reader") or {}))
