@@ -1,0 +1,52 @@
+# normlab: `make help` lists the targets.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# CPU-only machines: torch 2.13 (a bare `torch` may pull a multi-GB CUDA build; see README).
+TORCH_SPEC ?= torch==2.13.*
+SCALE ?= mini
+TASKS ?= iwslt14_de_en,iwslt15_en_vi,enwik8,imdb,rt,sst2,mnist,ptb
+SEEDS ?= 1,2,3
+JOBS ?= 2
+TASK ?= rt
+NORM ?= layernorm
+SEED ?= 1
+export NORMLAB_DATA ?= $(abspath ../shared/data)
+
+.PHONY: help install demo test test-slow train sweep reproduce-table bench clean
+
+help:  ## show this help
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
+
+install:  ## create .venv and install normlab with pinned dependencies
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "$(TORCH_SPEC)"
+	$(PY) -m pip install -q -c constraints.txt -e ".[dev,wandb,launchers]"
+
+demo:  ## train 3 norms on generated data (no download), print a table, write a loss-curve figure
+	$(PY) scripts/demo.py
+
+test:  ## run the test suite (real data from NORMLAB_DATA, default ../shared/data)
+	$(PY) -m pytest -q
+
+test-slow:  ## run only the slow tests (longer end-to-end runs)
+	$(PY) -m pytest -q -m slow
+
+train:  ## one job: make train TASK=rt NORM=adanorm SEED=1 SCALE=mini
+	$(VENV)/bin/normlab-train task=$(TASK) norm=$(NORM) seed=$(SEED) scale=$(SCALE)
+
+sweep:  ## task x norm x seed grid: make sweep TASKS=rt NORMS=layernorm,layernorm_simple SEEDS=1,2,3
+	$(VENV)/bin/normlab-train --multirun task=$(TASKS) norm=$(or $(NORMS),layernorm,layernorm_simple) seed=$(SEEDS) scale=$(SCALE)
+
+reproduce-table:  ## the paper's tables/figures: make reproduce-table [SCALE=mini|paper] [TASKS=...] [SEEDS=...]
+	$(PY) scripts/reproduce.py --scale $(SCALE) --tasks $(TASKS) --seeds $(SEEDS) --jobs $(JOBS)
+
+bench:  ## norm-layer, training-step and data-cache benchmarks (ratios)
+	$(PY) scripts/bench_norms.py
+	$(PY) scripts/bench_step.py
+	$(PY) scripts/bench_data.py
+
+clean:  ## remove caches and local run outputs (not results/)
+	rm -rf .cache runs outputs multirun .pytest_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
