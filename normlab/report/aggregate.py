@@ -1,0 +1,178 @@
+"""Grouping runs into table cells (task x norm variant) and formatting a cell honestly.
+
+A cell's number is the mean ± sample standard deviation (ddof=1) of the test metric over its
+completed runs, with n; diverged runs are never averaged in, they are counted and shown as
+"Diverge (k/n)"; failed and unfinished runs are shown too, so a missing seed is never hidden.
+"""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .runs import Run
+
+NORM_ORDER = ["none", "layernorm", "layernorm_simple", "detachnorm", "detach_mean", "detach_var", "adanorm",
+              "rmsnorm", "dyt", "scalenorm", "derf", "batchnorm"]
+NORM_LABELS = {"none": "w/o Norm", "layernorm": "LayerNorm", "layernorm_simple": "LayerNorm-simple",
+               "detachnorm": "DetachNorm", "detach_mean": "Detach mean only", "detach_var": "Detach variance only",
+               "adanorm": "AdaNorm", "rmsnorm": "RMSNorm", "dyt": "DyT", "scalenorm": "ScaleNorm", "derf": "Derf",
+               "batchnorm": "BatchNorm"}
+TASK_ORDER = ["wmt14_en_de", "iwslt14_de_en", "iwslt15_en_vi", "enwik8", "imdb", "rt", "sst2", "sst5", "mnist",
+              "ptb"]
+DECIMALS = {"acc": 2, "bleu": 2, "bpc": 3, "uas": 2, "las": 2, "loss": 3}
+
+
+def decimals(metric: Optional[str]) -> int:
+    return DECIMALS.get(metric or "", 3)
+
+
+def fmt(x: float, metric: Optional[str], signed: bool = False) -> str:
+    return f"{x:+.{decimals(metric)}f}" if signed else f"{x:.{decimals(metric)}f}"
+
+
+@dataclass
+class Cell:
+    runs: list[Run] = field(default_factory=list)
+
+    def count(self, status: str) -> int:
+        return sum(r.status == status for r in self.runs)
+
+    @property
+    def values(self) -> list[float]:
+        return [r.value for r in self.runs if r.value is not None]
+
+    @property
+    def n(self) -> int:
+        return len(self.runs)
+
+    @property
+    def mean(self) -> Optional[float]:
+        return statistics.fmean(self.values) if self.values else None
+
+    @property
+    def std(self) -> Optional[float]:
+        return statistics.stdev(self.values) if len(self.values) >= 2 else None
+
+    @property
+    def metric(self) -> Optional[str]:
+        return next((r.metric for r in self.runs if r.metric), None)
+
+    @property
+    def mixed(self) -> bool:
+        """True when the cell's runs differ in more than seed/runtime keys (e.g. another lr)."""
+        return len({r.fingerprint() for r in self.runs if r.config}) > 1
+
+    def text(self) -> str:
+        """"72.00 ± 2.00 (3)", "Diverge (3/3)", "71.50 (1); Diverge (2/3)", "–" for no runs."""
+        if not self.runs:
+            return "–"
+        parts = []
+        vals, m = self.values, self.metric
+        if vals:
+            s = fmt(self.mean, m)
+            if self.std is not None:
+                s += f" ± {fmt(self.std, m)}"
+            parts.append(f"{s} ({len(vals)})")
+        for status, label in (("diverged", "Diverge"), ("failed", "failed"), ("incomplete", "unfinished")):
+            k = self.count(status)
+            if k:
+                parts.append(f"{label} ({k}/{self.n})")
+        no_value = self.count("completed") - len(vals)
+        if no_value:
+            parts.append(f"no test metric ({no_value}/{self.n})")
+        return "; ".join(parts) + (" †" if self.mixed else "")
+
+
+def variant_key(run: Run) -> tuple[str, str]:
+    return run.norm, json.dumps(run.norm_options, sort_keys=True)
+
+
+class Grid:
+    """Runs indexed by column (task, or task@scale when scales are mixed) and row (norm variant)."""
+
+    def __init__(self, runs: list[Run]):
+        self.runs = runs
+        self.multi_scale = len({r.scale for r in runs}) > 1
+        self.cells: dict[tuple[str, tuple[str, str]], Cell] = {}
+        for r in runs:
+            self.cells.setdefault((self.column(r), variant_key(r)), Cell()).runs.append(r)
+        # a norm run with two option sets (e.g. AdaNorm C=1 and C=2) gets the options in its label
+        opts: dict[str, set] = {}
+        for _, (norm, o) in self.cells:
+            opts.setdefault(norm, set()).add(o)
+        self._labelled = {n for n, o in opts.items() if len(o) > 1}
+
+    def column(self, run: Run) -> str:
+        return f"{run.task}@{run.scale}" if self.multi_scale else run.task
+
+    @property
+    def columns(self) -> list[str]:
+        cols = {c for c, _ in self.cells}
+        return sorted(cols, key=lambda c: (TASK_ORDER.index(c.split("@")[0]) if c.split("@")[0] in TASK_ORDER
+                                           else len(TASK_ORDER), c))
+
+    def variants(self, norms: Optional[list[str]] = None) -> list[tuple[str, str]]:
+        """Row keys in NORM_ORDER (or ``norms``' order); norms without runs are kept when named."""
+        present = {v for _, v in self.cells}
+        order = norms or sorted({n for n, _ in present},
+                                key=lambda n: (NORM_ORDER.index(n) if n in NORM_ORDER else len(NORM_ORDER), n))
+        rows = []
+        for n in order:
+            vs = sorted(v for v in present if v[0] == n)
+            rows.extend(vs or [(n, "{}")])
+        return rows
+
+    def label(self, variant: tuple[str, str]) -> str:
+        norm, opts = variant
+        base = NORM_LABELS.get(norm, norm)
+        if norm in self._labelled:
+            o = json.loads(opts)
+            base += " (" + ", ".join(f"{k}={v}" for k, v in sorted(o.items())) + ")"
+        return base
+
+    def cell(self, column: str, variant: tuple[str, str]) -> Cell:
+        return self.cells.get((column, variant), Cell())
+
+    def norm_cell(self, column: str, norm: str) -> Cell:
+        """All runs of ``norm`` in ``column`` when it has one option set; its first set otherwise."""
+        vs = [v for v in self.variants([norm]) if v[0] == norm]
+        return self.cell(column, vs[0])
+
+    def column_runs(self, column: str) -> list[Run]:
+        return [r for (c, _), cell in self.cells.items() if c == column for r in cell.runs]
+
+    def metric(self, column: str) -> tuple[Optional[str], bool]:
+        for r in self.column_runs(column):
+            if r.metric:
+                return r.metric, r.higher_is_better
+        return None, True
+
+
+def data_note(runs: list[Run]) -> str:
+    """What data a column's runs used: source, subset (or full), split sizes; from the summaries."""
+    infos = {json.dumps(r.data, sort_keys=True) for r in runs if r.data}
+    if not infos:
+        return "data unknown (no summary)"
+    notes = []
+    for s in sorted(infos):
+        d = json.loads(s)
+        sizes = d.get("sizes") or {}
+        order = sorted(sizes, key=lambda k: (["train", "valid", "test"] + [k]).index(k))
+        size = " / ".join(f"{k} {sizes[k]:,}" for k in order if isinstance(sizes[k], int))
+        notes.append(f"{d.get('source', '?')}; {d.get('subset') or 'full dataset'}" + (f" ({size})" if size else ""))
+    return " | ".join(notes)
+
+
+def data_sentence(grid: Grid, columns: Optional[list[str]] = None) -> str:
+    """The caption sentence every table and figure carries: scale and the data of each column."""
+    columns = grid.columns if columns is None else columns
+    scales = ", ".join(sorted({r.scale for r in grid.runs})) or "?"
+    data = "; ".join(f"{c}: {data_note(grid.column_runs(c))}" for c in columns) or "no runs"
+    return f"Scale: {scales}. Data: {data}."
+
+
+def finite(x: Optional[float]) -> bool:
+    return x is not None and math.isfinite(x)

@@ -1,0 +1,122 @@
+"""Figures (PNG and PDF) from run curves: mean over seeds with a min-max band, captioned.
+
+Every figure has one row per task, so a task's curves are compared only with the same task's;
+its caption (printed under the axes and returned for the Markdown index) says what is averaged,
+which runs were left out (diverged/failed) and what data each task used.
+"""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Callable, Optional
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from .aggregate import NORM_ORDER, Grid, data_sentence, finite  # noqa: E402
+from .gradstats import probe_records  # noqa: E402
+from .runs import Run  # noqa: E402
+
+COLORS = dict(zip(NORM_ORDER, plt.get_cmap("tab10").colors + plt.get_cmap("Dark2").colors))
+
+
+def _series(runs: list[Run], get: Callable[[Run], list[tuple[int, float]]]):
+    """(steps, mean, lo, hi) over runs, step by step; a step is averaged over the runs that have it."""
+    by_step: dict[int, list[float]] = {}
+    for r in runs:
+        for s, v in get(r):
+            if finite(v):
+                by_step.setdefault(s, []).append(v)
+    steps = sorted(by_step)
+    return (steps, [sum(by_step[s]) / len(by_step[s]) for s in steps], [min(by_step[s]) for s in steps],
+            [max(by_step[s]) for s in steps])
+
+
+def split_loss(split: str):
+    return lambda r: [(x["step"], x["loss"]) for x in r.curves if x.get("split") == split and "loss" in x]
+
+
+def probe_key(key: str):
+    return lambda r: [(p["step"], p[key]) for p in probe_records(r) if p[key] is not None]
+
+
+class Panel:
+    def __init__(self, title: str, get, log: bool = False):
+        self.title, self.get, self.log = title, get, log
+
+
+LOSS_PANELS = [Panel("train loss", split_loss("train")), Panel("valid loss", split_loss("valid"))]
+GRAD_PANELS = [Panel("|mean ∂ℓ/∂x| (re-centring)", probe_key("in_absmean"), log=True),
+               Panel("Var ∂ℓ/∂x", probe_key("in_var"), log=True),
+               Panel("Var ∂ℓ/∂x / Var ∂ℓ/∂y (re-scaling)", probe_key("var_ratio"), log=True)]
+
+
+def figure(grid: Grid, key: str, title: str, norms: Optional[list[str]], panels: list[Panel], out: Path,
+           what: str) -> Optional[str]:
+    """Draw rows = tasks (with runs of at least one of ``norms``) x ``panels``; write
+    out/<key>.png and .pdf; return the caption, or None when there is nothing to compare (a
+    figure named for given norms needs runs of two of them)."""
+    variants = [v for v in grid.variants(norms) if any(grid.cell(c, v).runs for c in grid.columns)]
+    columns = [c for c in grid.columns if any(grid.cell(c, v).runs for v in variants)]
+    if not columns or (norms is not None and len({v[0] for v in variants}) < 2):
+        return None
+    left_out = sorted({f"{r.task}/{r.norm}/seed{r.seed} ({r.status})" for c in columns for v in variants
+                       for r in grid.cell(c, v).runs if r.status != "completed"})
+    caption = (f"{title}. {what} Lines: mean over seeds of completed runs; band: min–max over seeds; x: "
+               "training step. " + (f"Left out (not completed): {', '.join(left_out)}. " if left_out else "")
+               + data_sentence(grid, columns))
+    w, h = 4.2 * len(panels), 2.6 * len(columns)
+    wrapped = textwrap.wrap(caption, int(17 * w))  # ~17 characters per inch at 7 pt
+    cap_h = 0.16 * len(wrapped) + 0.3
+    fig, axes = plt.subplots(len(columns), len(panels), figsize=(w, h + cap_h), squeeze=False)
+    drawn = False
+    for i, c in enumerate(columns):
+        for j, panel in enumerate(panels):
+            ax = axes[i][j]
+            for v in variants:
+                runs = [r for r in grid.cell(c, v).runs if r.status == "completed"]
+                steps, mean, lo, hi = _series(runs, panel.get)
+                if not steps:
+                    continue
+                color = COLORS.get(v[0], None)
+                ax.plot(steps, mean, color=color, lw=1.3, label=f"{grid.label(v)} (n={len(runs)})")
+                ax.fill_between(steps, lo, hi, color=color, alpha=0.2, lw=0)
+                drawn = True
+            if panel.log and ax.has_data():
+                ax.set_yscale("log")
+            ax.set_title(f"{c}: {panel.title}", fontsize=9)
+            ax.tick_params(labelsize=7)
+            if ax.has_data() and j == len(panels) - 1:
+                ax.legend(fontsize=7, loc="best")
+    if not drawn:
+        plt.close(fig)
+        return None
+    fig.suptitle(title, fontsize=11)
+    fig.text(0.01, 0.01, "\n".join(wrapped), fontsize=7, va="bottom", ha="left")
+    fig.tight_layout(rect=(0, cap_h / (h + cap_h), 1, 0.97))
+    out.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out / f"{key}.png", dpi=120)
+    fig.savefig(out / f"{key}.pdf", metadata={"CreationDate": None, "ModDate": None})
+    plt.close(fig)
+    return caption
+
+
+# key -> (title, norms (None = all), panels, what the figure shows)
+FIGURES = {
+    "curves": ("Train and valid loss per norm", None, LOSS_PANELS, "All norm variants."),
+    "overfitting": ("Overfitting: LayerNorm vs LayerNorm-simple", ["layernorm", "layernorm_simple"], LOSS_PANELS,
+                    "The paper (Enwiki8 figure): with bias and gain the train loss is lower and the valid loss "
+                    "ends higher."),
+    "detachnorm": ("DetachNorm vs LayerNorm-simple vs w/o Norm", ["none", "detachnorm", "layernorm_simple"],
+                   LOSS_PANELS, "The paper (Table 2): normalizing forward without the mean/variance "
+                   "derivatives (DetachNorm) loses to LayerNorm-simple."),
+    "adanorm": ("AdaNorm vs LayerNorm", ["layernorm", "adanorm"], LOSS_PANELS,
+                "The paper (PTB, De-En figures): AdaNorm's valid loss rises less late in training."),
+    "grad_stats": ("Theorem 1: gradient statistics per norm variant", None, GRAD_PANELS,
+                   "From the gradient probe (grad/all/...: per-token statistics over the hidden dimension, "
+                   "averaged over tokens and norm layers). LayerNorm-simple and Detach variance only give a "
+                   "re-centred input gradient (|mean| at float-rounding level); DetachNorm and Detach mean only "
+                   "do not."),
+}

@@ -1,0 +1,162 @@
+"""Reading run directories: config.yaml, summary.json, curves.jsonl, and nothing else.
+
+The report never touches live objects or checkpoints, so it works the same on a laptop copy of a
+cluster's runs and on the small committed copies under results/<scale>/runs/ (see ``export``).
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Optional
+
+import yaml
+
+from ..rundir import atomic_write_bytes, read_curves
+
+FINAL = ("completed", "diverged")
+# Per-layer probe keys (grad/<layer>/...) are dropped from exported curves: 12 keys per norm
+# layer per probe would make the committed copies megabytes per run; grad/all/... is kept.
+PER_LAYER_GRAD = re.compile(r"^grad/(?!all/)")
+# Config keys that never change a run's result, ignored when comparing runs of one table cell.
+RUNTIME_KEYS = ("seed", "paths", "logger", "device", "progress", "threads", "name")
+
+
+@dataclass
+class Run:
+    path: Path
+    config: dict = field(default_factory=dict)
+    summary: dict = field(default_factory=dict)
+    _curves: Optional[list] = None
+
+    def _get(self, key: str, default=None):
+        if key in self.summary:
+            return self.summary[key]
+        if key in ("task", "norm"):
+            return (self.config.get(key) or {}).get("name", default)
+        return self.config.get(key, default)
+
+    @property
+    def task(self) -> str:
+        return self._get("task", "?")
+
+    @property
+    def norm(self) -> str:
+        return self._get("norm", "?")
+
+    @property
+    def seed(self) -> Optional[int]:
+        return self._get("seed")
+
+    @property
+    def scale(self) -> str:
+        return self._get("scale", "?")
+
+    @property
+    def status(self) -> str:
+        """completed | diverged | failed, or "incomplete" for a run without summary (in progress
+        or killed)."""
+        return self.summary.get("status", "incomplete") if self.summary else "incomplete"
+
+    @property
+    def norm_options(self) -> dict:
+        if "norm_options" in self.summary:
+            return self.summary["norm_options"] or {}
+        return (self.config.get("norm") or {}).get("options") or {}
+
+    @property
+    def metric(self) -> Optional[str]:
+        return self.summary.get("metric")
+
+    @property
+    def higher_is_better(self) -> bool:
+        return bool(self.summary.get("higher_is_better", True))
+
+    @property
+    def value(self) -> Optional[float]:
+        """The test metric of the selected (best-valid) checkpoint; None unless completed."""
+        if self.status != "completed" or not self.metric:
+            return None
+        v = (self.summary.get("test") or {}).get(self.metric)
+        return None if v is None else float(v)
+
+    @property
+    def data(self) -> dict:
+        return self.summary.get("data") or {}
+
+    @property
+    def curves(self) -> list[dict]:
+        if self._curves is None:
+            self._curves = read_curves(self.path / "curves.jsonl")
+        return self._curves
+
+    def fingerprint(self) -> str:
+        """The config without seed and runtime keys: runs in one table cell should share it."""
+        cfg = {k: v for k, v in self.config.items() if k not in RUNTIME_KEYS}
+        return json.dumps(cfg, sort_keys=True, default=str)
+
+
+def load_run(path: Path) -> Run:
+    path = Path(path)
+    config = yaml.safe_load((path / "config.yaml").read_text()) if (path / "config.yaml").exists() else {}
+    summary = json.loads((path / "summary.json").read_text()) if (path / "summary.json").exists() else {}
+    return Run(path, config or {}, summary or {})
+
+
+def _is_run_dir(path: Path) -> bool:
+    return (path / "summary.json").is_file() or (path / "config.yaml").is_file()
+
+
+def find_runs(paths: Iterable[Path]) -> list[Run]:
+    """Every run directory at or below ``paths`` (a run dir holds summary.json or config.yaml).
+
+    Raises FileNotFoundError for a path that does not exist, so a typo never gives an empty table.
+    """
+    found: dict[Path, Run] = {}
+    for p in map(Path, paths):
+        if not p.exists():
+            raise FileNotFoundError(f"{p} does not exist")
+        if _is_run_dir(p):
+            dirs = [p]
+        else:
+            # hidden folders (.submitit/, .hydra/) and checkpoints/ never hold runs
+            dirs = sorted({f.parent for pat in ("summary.json", "config.yaml") for f in p.rglob(pat)
+                           if not any(s.startswith(".") or s == "checkpoints"
+                                      for s in f.relative_to(p).parts[:-1])})
+        for d in dirs:
+            if d.resolve() not in found:
+                found[d.resolve()] = load_run(d)
+    runs = sorted(found.values(), key=lambda r: (r.task, r.norm, str(r.seed), str(r.path)))
+    _warn_duplicates(runs)
+    return runs
+
+
+def _warn_duplicates(runs: list[Run]) -> None:
+    seen: dict[tuple, Path] = {}
+    for r in runs:
+        key = (r.scale, r.task, r.norm, json.dumps(r.norm_options, sort_keys=True), r.seed)
+        if key in seen:
+            print(f"[normlab-report] warning: {r.path} and {seen[key]} are the same (scale, task, norm, "
+                  "seed); both are counted", file=sys.stderr)
+        seen[key] = r.path
+
+
+def _round(v):
+    # 7 significant digits: far below seed noise, and it halves the size of the committed copies.
+    return float(f"{v:.7g}") if isinstance(v, float) else v
+
+
+def export(run: Run, dest: Path) -> None:
+    """A compact copy of ``run`` in ``dest``: config.yaml and summary.json byte-for-byte, curves
+    without per-layer probe keys and with floats rounded to 7 significant digits."""
+    dest = Path(dest)
+    for name in ("config.yaml", "summary.json"):
+        if (run.path / name).exists():
+            atomic_write_bytes(dest / name, (run.path / name).read_bytes())
+    lines = []
+    for rec in run.curves:
+        rec = {k: _round(v) for k, v in rec.items() if not PER_LAYER_GRAD.match(k)}
+        lines.append(json.dumps(rec) + "\n")
+    atomic_write_bytes(dest / "curves.jsonl", "".join(lines).encode())
