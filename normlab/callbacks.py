@@ -1,10 +1,12 @@
-"""Hydra callback: after a multirun, count job outcomes and exit non-zero if any job failed."""
+"""Hydra callback: after a multirun, count job outcomes and exit with the number of failed jobs."""
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
 
+from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
@@ -23,22 +25,37 @@ def record_failure(run_dir: Path, cfg: DictConfig, error: BaseException) -> None
 
 
 class SweepSummary(Callback):
+    """Counts each job's status. With the basic (in-process) launcher the job's return value is
+    seen here; launchers that run jobs elsewhere (joblib, submitit) leave only the run
+    directories, so then the summaries written during this sweep are counted instead."""
+
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         self.start = time.time()
+        self.jobs: list[tuple[str, str]] = []
+
+    def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs) -> None:
+        if not hasattr(self, "jobs"):
+            return  # a single run, not a sweep
+        status = job_return._return_value if job_return.status == JobStatus.COMPLETED else "failed"
+        self.jobs.append((str(status), str(config.hydra.runtime.output_dir)))
+
+    def _from_files(self, root: Path) -> list[tuple[str, str]]:
+        jobs = []
+        for path in root.glob("**/summary.json"):
+            if path.stat().st_mtime >= self.start - 1:  # runs skipped by this sweep are not re-counted
+                jobs.append((read_json(path).get("status", "unknown"), str(path.parent)))
+        return jobs
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         root = Path(config.hydra.sweep.dir)
+        jobs = getattr(self, "jobs", None) or self._from_files(root)
         counts: dict[str, int] = {}
-        failed = []
-        for path in root.glob("**/summary.json"):
-            if path.stat().st_mtime < getattr(self, "start", 0) - 1:
-                continue  # skipped runs from earlier sweeps are not re-counted
-            status = read_json(path).get("status", "unknown")
+        for status, _ in jobs:
             counts[status] = counts.get(status, 0) + 1
-            if status == "failed":
-                failed.append(str(path.parent))
-        print(f"[normlab] sweep {root}: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
-        for f in failed:
-            print(f"[normlab]   failed: {f}", file=sys.stderr)
+        failed = [d for status, d in jobs if status == "failed"]
+        if int(os.environ.get("RANK", "0")) == 0:  # under torchrun every rank ends the same way
+            print(f"[normlab] sweep {root}: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+            for d in failed:
+                print(f"[normlab]   failed: {d}", file=sys.stderr)
         if failed:
             sys.exit(min(len(failed), 125))  # the exit status is the number of failed jobs

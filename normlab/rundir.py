@@ -69,7 +69,9 @@ class Curves:
         self.path = Path(path)
 
     def truncate_after(self, step: int) -> None:
-        keep = [r for r in read_curves(self.path) if r.get("step", 0) <= step]
+        """Keep the records a resumed run will not write again: those up to the checkpoint's
+        step, minus test records (the final test runs again after training)."""
+        keep = [r for r in read_curves(self.path) if r.get("step", 0) <= step and r.get("split") != "test"]
         atomic_write_bytes(self.path, "".join(json.dumps(r) + "\n" for r in keep).encode())
 
     def append(self, record: dict) -> None:
@@ -83,6 +85,7 @@ class Checkpoints:
 
     def __init__(self, run_dir: Path):
         self.dir = Path(run_dir) / "checkpoints"
+        self.before_replace = None  # test hook (NORMLAB_FAULT=...:save:...): the riskiest moment
 
     @property
     def last(self) -> Path:
@@ -91,12 +94,18 @@ class Checkpoints:
     def save(self, state: dict, name: str = "last.pt") -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=f".{name}.", suffix=".tmp")
-        os.close(fd)
         try:
-            torch.save(state, tmp)
+            os.chmod(tmp, 0o644)
+            with os.fdopen(fd, "wb") as f:
+                torch.save(state, f)
+                f.flush()
+                os.fsync(f.fileno())  # the bytes reach the disk before the rename can
             target = self.dir / name
-            if name == "last.pt" and target.exists():
-                os.replace(target, self.dir / "prev.pt")
+            if name == "last.pt":
+                if target.exists():
+                    os.replace(target, self.dir / "prev.pt")
+                if self.before_replace is not None:
+                    self.before_replace()
             os.replace(tmp, target)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
@@ -114,3 +123,8 @@ class Checkpoints:
                 warnings.warn(f"checkpoint {path} is unreadable ({type(e).__name__}: {e}); "
                               "falling back to the previous checkpoint")
         return None
+
+    def remove_temp(self) -> None:
+        """Delete half-written temp files left by a killed run (never read, only in the way)."""
+        for p in self.dir.glob(".*.tmp"):
+            p.unlink(missing_ok=True)

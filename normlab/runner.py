@@ -1,4 +1,10 @@
-"""One job: resolve config, prepare the run directory, build task/model, fit, test, summarise."""
+"""One job: resolve config, prepare the run directory, build task/model, fit, test, summarise.
+
+Order matters for "bad input loses nothing": every check that can fail on user input (config
+keys and values, an existing run directory with another config, the data files, building the
+model and the first epoch's batches) runs before the first byte is written to the run directory.
+In a multi-process run only rank 0 reads or writes the run directory; it tells the others.
+"""
 from __future__ import annotations
 
 import os
@@ -13,7 +19,7 @@ from typing import Optional
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from . import __version__
+from . import __version__, distributed
 from .config import ConfigError, resolve, same_experiment, train_config
 from .loggers import LocalLogger, MultiLogger, WandbLogger
 from .norms import norm_factory
@@ -41,12 +47,6 @@ def versions() -> dict:
             "python": platform.python_version(), "platform": platform.platform()}
 
 
-def pick_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
-
-
 def set_determinism(cfg: DictConfig) -> None:
     torch.manual_seed(cfg.seed)
     if cfg.get("threads"):
@@ -56,21 +56,68 @@ def set_determinism(cfg: DictConfig) -> None:
         torch.use_deterministic_algorithms(True, warn_only=True)
 
 
-def prepare(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = None):
-    """Everything that can fail on bad input, before anything is written to ``run_dir``."""
-    job = resolve(cfg, overrides)
-    task_cls = get_task_class(job.task.name)
-    config = OmegaConf.to_container(job, resolve=True)
+def check_run_dir(run_dir: Path, config: dict) -> Optional[dict]:
+    """The finished run's summary if ``run_dir`` holds one for this config (skip it); raises
+    ConfigError if it holds a run with another config; None when there is something to do."""
     old_cfg = run_dir / "config.yaml"
     if old_cfg.exists():
         diffs = same_experiment(read_yaml(old_cfg), config)
         if diffs:
             raise ConfigError(f"{run_dir} already holds a run with a different config (keys {diffs}); "
                               "use another name=... or paths.root=..., or delete that directory")
+    summary_path = run_dir / "summary.json"
+    if summary_path.exists():
+        summary = read_json(summary_path)
+        if summary.get("status") in FINAL:
+            return summary
+    return None
+
+
+def prepare(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = None,
+            ctx: Optional[distributed.Dist] = None):
+    """Everything that can fail on bad input, before anything is written to ``run_dir``.
+    Returns (job, config, task, finished summary or None)."""
+    ctx = ctx or distributed.Dist()
+    job = resolve(cfg, overrides)
+    try:
+        task_cls = get_task_class(job.task.name)
+    except ValueError as e:
+        raise ConfigError(f"task.name: {e} (configs/task/<name>.yaml)") from None
+    config = OmegaConf.to_container(job, resolve=True)
+    done = distributed.on_main(ctx, lambda: check_run_dir(run_dir, config), USER_ERRORS)
+    if done is not None:
+        return job, config, None, done
     data_dir = Path(job.paths.data_dir) / job.task.name
     task = task_cls(job.task, data_dir, Path(job.paths.cache_dir))
-    task.setup()
-    return job, config, task
+    distributed.main_first(ctx, task.setup, USER_ERRORS)  # rank 0 fills the cache, then the others read it
+    return job, config, task, None
+
+
+def build(job: DictConfig, config: dict, task, run_dir: Path, ctx: distributed.Dist) -> Trainer:
+    """Model, optimizer, scheduler and the first epoch's batches; a ValueError here is a bad
+    hyperparameter (e.g. d_model not divisible by heads, batch_size 0), reported as such."""
+    set_determinism(job)
+    try:
+        model = task.build_model(norm_factory(job.norm.name, **(job.norm.options or {})))
+        return Trainer(task, model, train_config(config["task"]["train"]), job.seed, run_dir, None,
+                       ctx.device, progress=job.progress and ctx.main, dist=ctx)
+    except ConfigError:
+        raise
+    except (ValueError, TypeError) as e:
+        if isinstance(e, TypeError) and "unexpected keyword" not in str(e):
+            raise  # a bug, not a config value
+        raise ConfigError(f"task {job.task.name} (configs/task/{job.task.name}.yaml, scale {job.scale}): {e}; "
+                          "fix that key in the task file or on the command line") from None
+
+
+class _Silent:
+    """The logger of ranks other than 0: they train, but rank 0 alone writes."""
+
+    def log(self, metrics: dict, step: int) -> None:
+        pass
+
+    def close(self, exit_code: int = 0) -> None:
+        pass
 
 
 def run(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = None) -> dict:
@@ -81,28 +128,32 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = None) -
     """
     start = time.time()
     run_dir = Path(run_dir)
-    summary_path = run_dir / "summary.json"
-    if summary_path.exists() and read_json(summary_path).get("status") in FINAL:
-        summary = read_json(summary_path)
-        print(f"[normlab] {run_dir}: already {summary['status']}, skipped")
-        return summary
-    job, config, task = prepare(cfg, run_dir, overrides)
-    set_determinism(job)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    write_yaml(run_dir / "config.yaml", config)
-    curves = Curves(run_dir / "curves.jsonl")
-    model = task.build_model(norm_factory(job.norm.name, **(job.norm.options or {})))
-    trainer = Trainer(task, model, train_config(config["task"]["train"]), job.seed, run_dir, None,
-                      pick_device(job.device), progress=job.progress)
+    ctx = distributed.init(cfg.get("device", "auto"))
+    job, config, task, done = prepare(cfg, run_dir, overrides, ctx)
+    if done is not None:
+        if ctx.main:
+            print(f"[normlab] {run_dir}: already {done['status']}, skipped")
+        return done
+    trainer = build(job, config, task, run_dir, ctx)
+    # --- from here on the run directory is written (rank 0 only) ---
     ck = trainer.resume()
-    curves.truncate_after(trainer.state.step if ck else 0)
+    summary_path = run_dir / "summary.json"
+    previous = read_json(summary_path) if ctx.main and summary_path.exists() else {}
+    curves = Curves(run_dir / "curves.jsonl")
     wandb = None
-    if job.logger.get("wandb"):
-        wcfg = dict(job.logger)
-        wcfg.setdefault("run_name", f"{job.task.name}-{job.norm.name}-{job.seed}")
-        wandb = WandbLogger(wcfg, config, str(run_dir), run_id=(ck or {}).get("wandb_id"))
-        trainer.extra["wandb_id"] = wandb.run_id
-    trainer.logger = MultiLogger(LocalLogger(curves), wandb)
+    if ctx.main:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        write_yaml(run_dir / "config.yaml", config)
+        trainer.ckpt.remove_temp()
+        curves.truncate_after(trainer.state.step if ck else 0)
+        if job.logger.get("wandb"):
+            wcfg = dict(job.logger)
+            wcfg.setdefault("run_name", f"{job.task.name}-{job.norm.name}-{job.seed}")
+            wandb = WandbLogger(wcfg, config, str(run_dir), run_id=(ck or {}).get("wandb_id"))
+            trainer.extra["wandb_id"] = wandb.run_id
+        trainer.logger = MultiLogger(LocalLogger(curves), wandb)
+    else:
+        trainer.logger = _Silent()
     status, error = "completed", None
     try:
         trainer.fit()
@@ -110,16 +161,32 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = None) -
         status, error = "diverged", str(e)
     except Exception as e:
         status, error = "failed", f"{type(e).__name__}: {e}"
-        (run_dir / "traceback.txt").write_text(traceback.format_exc())
+        if ctx.main:
+            (run_dir / "traceback.txt").write_text(traceback.format_exc())
+        if ctx.enabled:  # the other ranks may be blocked in a collective: end the whole job
+            _summarise(job, config, task, trainer, run_dir, status, error, {}, previous, start)
+            raise
+    if status != "failed" and (run_dir / "traceback.txt").exists() and ctx.main:
+        (run_dir / "traceback.txt").unlink()  # a resumed run that now succeeded
     test = {}
-    if status == "completed":
+    if status == "completed" and ctx.main:
         best = Checkpoints(run_dir).load("best.pt")
         if best is not None:
-            trainer.model.load_state_dict(best["model"])
-        trainer.model.eval()
+            trainer.module.load_state_dict(best["model"])
+        trainer.module.eval()
         with torch.no_grad():
-            test = task.test(trainer.model, run_dir)
+            test = task.test(trainer.module, run_dir)
         trainer.logger.log({"epoch": trainer.state.epoch, "split": "test", **test}, trainer.state.step)
+    summary = _summarise(job, config, task, trainer, run_dir, status, error, test, previous, start)
+    if wandb is not None:
+        wandb.log({f"test/{k}": v for k, v in test.items()}, trainer.state.step)
+    trainer.logger.close(0 if status == "completed" else 1)
+    if ctx.main:
+        print(f"[normlab] {run_dir}: {status}; valid={trainer.state.last_valid} test={test}")
+    return summary
+
+
+def _summarise(job, config, task, trainer, run_dir, status, error, test, previous, start) -> dict:
     st = trainer.state
     summary = {
         "status": status, "error": error, "task": job.task.name, "norm": job.norm.name,
@@ -127,16 +194,13 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = None) -
         "name": job.name, "metric": task.metric, "higher_is_better": task.higher_is_better,
         "data": task.data_info, "steps": st.step, "epochs": st.epoch, "best_step": st.best_step,
         "stopped_early": st.stopped_early, "valid": st.last_valid, "test": test,
-        "best_valid_score": st.best, "wall_time_s": (read_json(summary_path)["wall_time_s"]
-                                                     if summary_path.exists() else 0.0) + time.time() - start,
-        "train_time_s": st.train_time, "throughput": {f"{task.unit}_per_s": st.units / st.train_time
-                                                      if st.train_time else 0.0},
-        "params": sum(p.numel() for p in trainer.model.parameters()), "versions": versions(),
-        "git_commit": git_commit(), "device": str(trainer.device), "argv": sys.argv,
+        "best_valid_score": st.best, "wall_time_s": previous.get("wall_time_s", 0.0) + time.time() - start,
+        "train_time_s": st.train_time,
+        "throughput": {f"{task.unit}_per_s": st.units / st.train_time if st.train_time else 0.0},
+        "params": sum(p.numel() for p in trainer.module.parameters()), "versions": versions(),
+        "git_commit": git_commit(), "device": str(trainer.device), "world_size": trainer.dist.world,
+        "argv": sys.argv,
     }
-    write_json(summary_path, summary)
-    if wandb is not None:
-        wandb.log({f"summary/{k}": v for k, v in test.items()}, st.step)
-    trainer.logger.close(0 if status == "completed" else 1)
-    print(f"[normlab] {run_dir}: {status}; valid={st.last_valid} test={test}")
+    if trainer.dist.main:
+        write_json(Path(run_dir) / "summary.json", summary)
     return summary

@@ -1,7 +1,15 @@
-"""Hydra entry point (``normlab-train``): compose, run one job, report. The loop is trainer.py."""
+"""Hydra entry point (``normlab-train``): compose, run one job, report. The loop is trainer.py.
+
+Exit status: 0 on success; 2 for bad input (a config or data error, before anything is
+written); 1 when Hydra cannot compose the config; for ``--multirun``, the number of failed jobs.
+Under torchrun, a job that crashed ends the whole process group (its peers could be blocked in a
+collective), so a distributed sweep stops at the first crash; bad input still fails just that job.
+"""
 from __future__ import annotations
 
+import os
 import sys
+import traceback
 from pathlib import Path
 
 import hydra
@@ -9,34 +17,45 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
+from .config import CONFIGS, explain_unknown_keys
 from .runner import USER_ERRORS, run
 
 
-# An absolute path: Hydra would resolve "../configs" against the package, not the repository.
-CONFIGS = str(Path(__file__).resolve().parents[1] / "configs")
+def _rank() -> int:
+    return int(os.environ.get("RANK", "0"))
 
 
-@hydra.main(version_base="1.3", config_path=CONFIGS, config_name="train")
-def main(cfg: DictConfig) -> str:
+@hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name="train")
+def _main(cfg: DictConfig) -> str:
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN
     run_dir = Path(hc.runtime.output_dir)
     try:
         return run(cfg, run_dir, list(hc.overrides.task))["status"]
     except USER_ERRORS as e:
-        print(f"normlab: error: {e}", file=sys.stderr)
-        if multirun:  # the sweep goes on; SweepSummary counts this job as failed
-            from .callbacks import record_failure
-            record_failure(run_dir, cfg, e)
-            return "failed"
-        sys.exit(2)
-    except Exception:
-        if multirun:  # run() already wrote status "failed" and traceback.txt where it could
-            import traceback
-            traceback.print_exc()
-            from .callbacks import record_failure
-            record_failure(run_dir, cfg, sys.exc_info()[1])
-            return "failed"
+        if _rank() == 0:
+            print(f"normlab: error: {e}", file=sys.stderr)
+        if not multirun:
+            sys.exit(2)
+        error = e
+    except Exception as e:
+        if not multirun or int(os.environ.get("WORLD_SIZE", "1")) > 1:
+            raise
+        traceback.print_exc()  # run() already wrote status "failed" and traceback.txt
+        error = e
+    if _rank() == 0:  # the sweep goes on; SweepSummary counts this job as failed
+        from .callbacks import record_failure
+        record_failure(run_dir, cfg, error)
+    return "failed"
+
+
+def main() -> None:
+    try:
+        _main()
+    except SystemExit as e:
+        if e.code == 1 and _rank() == 0:  # Hydra could not compose the config: say which keys exist
+            for hint in explain_unknown_keys(sys.argv[1:]):
+                print(hint, file=sys.stderr)
         raise
 
 
