@@ -99,11 +99,14 @@ class Grid:
         self.cells: dict[tuple[str, tuple[str, str]], Cell] = {}
         for r in runs:
             self.cells.setdefault((self.column(r), variant_key(r)), Cell()).runs.append(r)
-        # a norm run with two option sets (e.g. AdaNorm C=1 and C=2) gets the options in its label
-        opts: dict[str, set] = {}
+        # a norm run with two option sets (e.g. AdaNorm C=1 and C=2) gets the differing options
+        # in its row label
+        opts: dict[str, list[dict]] = {}
         for _, (norm, o) in self.cells:
-            opts.setdefault(norm, set()).add(o)
-        self._labelled = {n for n, o in opts.items() if len(o) > 1}
+            if json.loads(o) not in opts.setdefault(norm, []):
+                opts[norm].append(json.loads(o))
+        self._differ = {n: sorted({k for o in os_ for k in o if any(o.get(k) != p.get(k) for p in os_)})
+                        for n, os_ in opts.items() if len(os_) > 1}
 
     def column(self, run: Run) -> str:
         return f"{run.task}@{run.scale}" if self.multi_scale else run.task
@@ -128,9 +131,9 @@ class Grid:
     def label(self, variant: tuple[str, str]) -> str:
         norm, opts = variant
         base = NORM_LABELS.get(norm, norm)
-        if norm in self._labelled:
+        if norm in self._differ:
             o = json.loads(opts)
-            base += " (" + ", ".join(f"{k}={v}" for k, v in sorted(o.items())) + ")"
+            base += " (" + ", ".join(f"{k}={o.get(k, 'default')}" for k in self._differ[norm]) + ")"
         return base
 
     def cell(self, column: str, variant: tuple[str, str]) -> Cell:

@@ -107,7 +107,7 @@ def evaluate(grid: Grid, claim: Claim, column: str) -> Optional[Finding]:
     sign = 1.0 if (claim.measure == "gap" or hib) else -1.0
     va, vb = _values(A, claim), _values(B, claim)
     la, lb = NORM_LABELS.get(claim.a, claim.a), NORM_LABELS.get(claim.b, claim.b)
-    f = Finding(claim, column, "untestable", "", len(va), len(vb), paper=_paper(claim, column.split("@")[0]))
+    f = Finding(claim, column, "no test", "", len(va), len(vb), paper=_paper(claim, column.split("@")[0]))
     div = "".join(f"; {lbl} diverged in {c.count('diverged')}/{c.n}" for lbl, c in ((la, A), (lb, B))
                   if c.count("diverged"))
     if not va or not vb:
@@ -117,7 +117,7 @@ def evaluate(grid: Grid, claim: Claim, column: str) -> Optional[Finding]:
         elif a_div and vb:
             f.verdict, f.sentence = "contradicted", f"{la} diverged in every run, {lb} did not{div}"
         else:
-            f.sentence = f"no completed runs to compare (n = {len(va)}/{len(vb)}){div}"
+            f.verdict, f.sentence = "no test", f"no completed runs to compare (n = {len(va)}/{len(vb)}){div}"
         return f
     f.mean_a, f.mean_b = statistics.fmean(va), statistics.fmean(vb)
     f.diff = sign * (f.mean_a - f.mean_b)
@@ -127,11 +127,11 @@ def evaluate(grid: Grid, claim: Claim, column: str) -> Optional[Finding]:
         what += " (sign flipped: positive = lower " + unit + ")"
     n = f"n = {len(va)}/{len(vb)}"
     if len(va) < 2 or len(vb) < 2:
-        f.sentence = f"too few runs for a test ({n}); {what}{div}"
+        f.verdict, f.sentence = "too few runs", f"too few runs for a test ({n}); {what}{div}"
         return f
     sa, sb = [sign * v for v in va], [sign * v for v in vb]
     if statistics.pstdev(sa) == 0 and statistics.pstdev(sb) == 0:
-        f.sentence = f"no seed variance, the t-test is undefined ({n}); {what}{div}"
+        f.verdict, f.sentence = "no test", f"no seed variance, the t-test is undefined ({n}); {what}{div}"
         return f
     res = stats.ttest_ind(sa, sb, equal_var=False, alternative="greater")
     f.t, f.p = float(res.statistic), float(res.pvalue)

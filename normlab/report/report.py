@@ -15,7 +15,7 @@ from .aggregate import Grid
 from .figures import FIGURES, figure
 from .findings import METHOD, findings, findings_table, summary_lines
 from .gradstats import grad_table, has_probe
-from .paper_tables import data_table, paper_tables, runs_table, summary_table
+from .paper_tables import TABLES, data_table, paper_tables, runs_table, summary_table
 from .runs import Run
 
 
@@ -39,11 +39,26 @@ def write_report(runs: list[Run], out: Path, figures: bool = True) -> dict:
             if caption:
                 written["captions"][key] = caption
                 written["figures"] += [out / "figures" / f"{key}.png", out / "figures" / f"{key}.pdf"]
+    _remove_stale(out, written)
     index = render_index(tables, extra, fs, written["captions"])
     atomic_write_bytes(out / "report.md", index.encode())
     written["index"] = out / "report.md"
     written["main"] = tables[1] if len(tables) > 1 else tables[0]
     return written
+
+
+OWN_TABLES = ("summary", *TABLES, "findings", "grad_stats", "data", "runs")
+
+
+def _remove_stale(out: Path, written: dict) -> None:
+    """Delete this report's own file names left from an earlier report in ``out`` that this one
+    did not write (e.g. a figure whose norms are gone), so no output describes other runs."""
+    keep = {Path(p).resolve() for p in written["tables"] + written["figures"]}
+    own = [out / f"{k}.{e}" for k in OWN_TABLES for e in ("md", "csv", "tex")]
+    own += [out / "figures" / f"{k}.{e}" for k in FIGURES for e in ("png", "pdf")]
+    for p in own:
+        if p.exists() and p.resolve() not in keep:
+            p.unlink()
 
 
 def render_index(tables, extra, fs, captions: dict) -> str:

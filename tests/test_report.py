@@ -1,0 +1,225 @@
+"""normlab.report: cells, paper tables, findings, exports and the CLI, on run dirs written here.
+
+The run dirs follow the run-directory contract exactly (config.yaml, summary.json, curves.jsonl),
+with chosen values, so every number in the tables can be asserted exactly.
+"""
+import csv
+import json
+import math
+import pytest
+import yaml
+from scipy import stats
+
+from normlab.report import find_runs, write_report
+from normlab.report import published as P
+from normlab.report.aggregate import Grid
+from normlab.report.cli import main as cli_main
+from normlab.report.findings import CLAIMS, evaluate, gap
+from normlab.report.paper_tables import TABLES, norm_table
+from normlab.report.runs import export
+from normlab.report.tables import latex_escape
+
+RT_NOTE = "RT has no official split: seeded 80/10/10 split (split_seed=0)"
+
+
+def make_run(root, task, norm, seed, value=None, status="completed", metric="acc", hib=True, curves=(),
+             options=None, lr=1e-3, subset=RT_NOTE, summary=True):
+    d = root / task / norm / f"seed{seed}"
+    d.mkdir(parents=True)
+    options = {"eps": 1e-5} if options is None else options
+    cfg = {"task": {"name": task, "train": {"lr": lr}}, "norm": {"name": norm, "options": options},
+           "scale": "mini", "seed": seed, "name": "t", "paths": {"root": str(root)}, "threads": 1}
+    (d / "config.yaml").write_text(yaml.safe_dump(cfg))
+    if summary:
+        s = {"status": status, "task": task, "norm": norm, "norm_options": options, "seed": seed, "scale": "mini",
+             "metric": metric, "higher_is_better": hib, "test": {metric: value} if value is not None else {},
+             "valid": {}, "data": {"source": "real", "subset": subset, "sizes": {"train": 10, "valid": 2, "test": 3}},
+             "steps": 100, "wall_time_s": 60.0, "params": 1000, "throughput": {"examples_per_s": 50.0}}
+        (d / "summary.json").write_text(json.dumps(s))
+    (d / "curves.jsonl").write_text("".join(json.dumps(r) + "\n" for r in curves))
+    return d
+
+
+def grid_of(root):
+    return Grid(find_runs([root]))
+
+
+def row(table, label):
+    return next(r for r in table.rows if r[0] == label)
+
+
+def test_cell_is_mean_sample_std_n_and_diverged_count(tmp_path):
+    for seed, v in zip((1, 2, 3), (70.0, 72.0, 74.0)):
+        make_run(tmp_path, "rt", "layernorm", seed, v)
+    make_run(tmp_path, "rt", "layernorm", 4, status="diverged")
+    for seed in (1, 2, 3):
+        make_run(tmp_path, "rt", "none", seed, status="diverged")
+    make_run(tmp_path, "rt", "layernorm_simple", 1, 71.0)
+    make_run(tmp_path, "rt", "layernorm_simple", 2, status="failed")
+    make_run(tmp_path, "rt", "layernorm_simple", 3, summary=False)       # killed before its summary
+    t = norm_table(grid_of(tmp_path), "table1", *TABLES["table1"])
+    assert t.header == ["norm", "rt acc↑", "rt (paper)"]
+    assert row(t, "LayerNorm") == ["LayerNorm", "72.00 ± 2.00 (3); Diverge (1/4)", "77.21"]
+    assert row(t, "w/o Norm")[1:] == ["Diverge (3/3)", "76.85"]
+    assert row(t, "LayerNorm-simple")[1] == "71.00 (1); failed (1/3); unfinished (1/3)"
+    assert "72.00 $\\pm$ 2.00 (3); Diverge (1/4)" in t.latex()
+    parsed = list(csv.reader(t.csv().splitlines()))
+    assert parsed[2] == ["LayerNorm", "72.00 ± 2.00 (3); Diverge (1/4)", "77.21"]
+    assert parsed[-1][0] == "caption" and RT_NOTE in parsed[-1][1]
+
+
+def test_published_improvements_equal_the_posters_printed_rows():
+    # Table 2 of the poster (papers.md §1.4), "Improvement" rows as printed
+    top = {"iwslt14_de_en": -0.1, "iwslt15_en_vi": -0.7, "enwik8": -0.08, "rt": -0.45, "sst5": 1.49,
+           "mnist": -0.04, "ptb": 1.48}
+    bottom = {"iwslt14_de_en": 1.6, "iwslt15_en_vi": 3.9, "enwik8": 0.05, "rt": 0.26, "sst5": 0.50,
+              "mnist": -0.01, "ptb": -0.60}
+    for task, v in top.items():
+        assert P.published_improvement(task, "detachnorm", "none") == v, task
+    for task, v in bottom.items():
+        assert P.published_improvement(task, "layernorm_simple", "detachnorm") == v, task
+    assert P.published_improvement("wmt14_en_de", "layernorm_simple", "detachnorm") is None  # Diverge
+    assert P.published_text("wmt14_en_de", "none") == "Diverge"
+    assert P.published_text("rt", "adanorm") == "77.50" and P.published_text("rt", "rmsnorm") == "–"
+    assert not P.has_published("sst2") and not P.has_published("imdb")
+
+
+def test_table2_improvement_rows_flip_sign_for_bpc(tmp_path):
+    for seed in (1, 2):
+        make_run(tmp_path, "enwik8", "none", seed, 1.10, metric="bpc", hib=False)
+        make_run(tmp_path, "enwik8", "detachnorm", seed, 1.20 + 0.01 * seed, metric="bpc", hib=False)
+        make_run(tmp_path, "enwik8", "layernorm_simple", seed, 1.05, metric="bpc", hib=False)
+    t = norm_table(grid_of(tmp_path), "table2", *TABLES["table2"])
+    labels = [r[0] for r in t.rows]
+    assert labels == ["w/o Norm", "DetachNorm", "Improvement (DetachNorm − w/o Norm)", "LayerNorm-simple",
+                      "Improvement (LayerNorm-simple − DetachNorm)", "Detach mean only", "Detach variance only"]
+    assert t.header == ["norm", "enwik8 bpc↓", "enwik8 (paper)"]
+    assert row(t, "Improvement (DetachNorm − w/o Norm)")[1:] == ["-0.115", "-0.08"]      # 1.10 - 1.215
+    assert row(t, "Improvement (LayerNorm-simple − DetachNorm)")[1:] == ["+0.165", "+0.05"]
+    assert row(t, "Detach mean only")[1:] == ["–", "–"]
+
+
+def test_findings_welch_test_verdicts(tmp_path):
+    for seed, (a, b) in enumerate([(80.0, 70.0), (81.0, 71.5), (82.5, 72.0)], start=1):
+        make_run(tmp_path / "x", "rt", "layernorm_simple", seed, a)
+        make_run(tmp_path / "x", "rt", "layernorm", seed, b)
+        make_run(tmp_path / "x", "rt", "adanorm", seed, b - 5.0)     # AdaNorm clearly worse than LN
+        make_run(tmp_path / "x", "rt", "detachnorm", seed, a + (seed - 2) * 3.0)  # overlaps LN-simple
+    g = grid_of(tmp_path / "x")
+    claim = {c.key: c for c in CLAIMS}
+    f = evaluate(g, claim["ln_simple_no_worse"], "rt")
+    expect = stats.ttest_ind([80, 81, 82.5], [70, 71.5, 72], equal_var=False, alternative="greater")
+    assert f.verdict == "holds" and f.p == pytest.approx(expect.pvalue, rel=1e-12)
+    assert f.diff == pytest.approx(10.0) and (f.n_a, f.n_b) == (3, 3) and f.paper == "-0.55"
+    assert evaluate(g, claim["adanorm_no_worse"], "rt").verdict == "contradicted"
+    assert evaluate(g, claim["derivatives_matter"], "rt").verdict == "not shown"
+    assert evaluate(g, claim["var_derivative_matters_more"], "rt") is None      # neither norm ran
+
+
+def test_findings_divergence_decides_and_too_few_runs(tmp_path):
+    for seed in (1, 2):
+        make_run(tmp_path, "rt", "detachnorm", seed, status="diverged")
+        make_run(tmp_path, "rt", "layernorm_simple", seed, 75.0 + seed)
+    make_run(tmp_path, "rt", "layernorm", 1, 74.0)
+    g = grid_of(tmp_path)
+    claim = {c.key: c for c in CLAIMS}
+    f = evaluate(g, claim["derivatives_matter"], "rt")
+    assert f.verdict == "holds" and "DetachNorm diverged in every run" in f.sentence
+    assert evaluate(g, claim["ln_simple_no_worse"], "rt").verdict == "too few runs"
+
+
+def test_gap_is_last_valid_minus_late_train_loss(tmp_path):
+    curves = [{"step": s, "split": "train", "loss": 2.0 - s / 100} for s in range(10, 101, 10)]
+    curves += [{"step": 50, "split": "valid", "loss": 1.7}, {"step": 100, "split": "valid", "loss": 1.6},
+               {"step": 100, "split": "test", "loss": 9.0}]
+    make_run(tmp_path, "rt", "layernorm", 1, 70.0, curves=curves)
+    (run,) = find_runs([tmp_path])
+    assert gap(run) == pytest.approx(1.6 - 1.0)    # train records with step > 90: only step 100 (loss 1.0)
+
+
+def test_option_sets_become_separate_rows_and_mixed_configs_are_flagged(tmp_path):
+    make_run(tmp_path, "rt", "adanorm", 1, 70.0, options={"C": 1.0, "k": 0.1})
+    make_run(tmp_path, "rt", "adanorm", 2, 71.0, options={"C": 2.0, "k": 0.1})
+    make_run(tmp_path, "rt", "layernorm", 1, 70.0, lr=1e-3)
+    make_run(tmp_path, "rt", "layernorm", 2, 72.0, lr=5e-4)
+    t = norm_table(grid_of(tmp_path), "table3", *TABLES["table3"])
+    assert [r[0] for r in t.rows] == ["LayerNorm", "LayerNorm-simple", "AdaNorm (C=1.0)", "AdaNorm (C=2.0)"]
+    assert row(t, "LayerNorm")[1] == "71.00 ± 1.41 (2) †"
+    assert "† the cell's runs differ in config beyond the seed." in t.full_caption
+
+
+def test_export_drops_per_layer_probe_keys_and_keeps_tables_identical(tmp_path):
+    rec = {"step": 5, "split": "train", "loss": 0.123456789012, "grad/all/in_var": 1.23456789e-9,
+           "grad/encoder.layers.0.final_layer_norm/in_var": 3.0}
+    src = make_run(tmp_path / "src", "rt", "layernorm", 1, 70.123456789, curves=[rec])
+    (run,) = find_runs([src])
+    copy = tmp_path / "copy" / "rt" / "layernorm" / "seed1"
+    export(run, copy)
+    assert (copy / "summary.json").read_bytes() == (src / "summary.json").read_bytes()
+    assert (copy / "config.yaml").read_bytes() == (src / "config.yaml").read_bytes()
+    (line,) = (copy / "curves.jsonl").read_text().splitlines()
+    assert json.loads(line) == {"step": 5, "split": "train", "loss": 0.1234568, "grad/all/in_var": 1.234568e-9}
+    a = write_report(find_runs([tmp_path / "src"]), tmp_path / "a", figures=False)
+    b = write_report(find_runs([tmp_path / "copy"]), tmp_path / "b", figures=False)
+    for p in a["tables"]:
+        assert p.read_bytes() == (tmp_path / "b" / p.name).read_bytes(), p.name
+    assert len(b["tables"]) == len(a["tables"])
+
+
+def test_grad_stats_table_from_probe_records(tmp_path):
+    probe = lambda step, m_in, v_in: {"step": step, "split": "train", "loss": 1.0,  # noqa: E731
+                                      "grad/all/in_absmean": m_in, "grad/all/out_absmean": 2.0,
+                                      "grad/all/in_var": v_in, "grad/all/out_var": 4.0}
+    make_run(tmp_path, "rt", "detachnorm", 1, 70.0, curves=[probe(10, 1.0, 4.0), probe(20, 3.0, 8.0)])
+    make_run(tmp_path, "rt", "layernorm_simple", 1, 70.0, curves=[probe(10, 0.0, 2.0)])
+    out = write_report(find_runs([tmp_path]), tmp_path / "out", figures=False)
+    text = (tmp_path / "out" / "grad_stats.md").read_text()
+    assert "| DetachNorm | 1 | 1.5 |" in text            # medians of (0.5, 1.5) and (1, 2)
+    assert "| LayerNorm-simple | 0 | 0.5 |" in text
+    assert tmp_path / "out" / "grad_stats.csv" in out["tables"]
+
+
+def test_every_caption_names_the_data_and_figures_are_written(tmp_path):
+    curves = [{"step": s, "split": sp, "loss": 1.0 / s} for s in (1, 2, 3) for sp in ("train", "valid")]
+    for norm in ("layernorm", "layernorm_simple"):
+        for seed in (1, 2):
+            make_run(tmp_path / "runs", "rt", norm, seed, 70.0 + seed, curves=curves)
+    out = write_report(find_runs([tmp_path / "runs"]), tmp_path / "out")
+    for p in out["tables"]:
+        if p.stem != "runs":
+            assert (latex_escape(RT_NOTE) if p.suffix == ".tex" else RT_NOTE) in p.read_text(), p.name
+    assert set(out["captions"]) == {"curves", "overfitting"}          # the other figures lack a norm pair
+    for key, cap in out["captions"].items():
+        assert RT_NOTE in cap and "Scale: mini." in cap
+        assert (tmp_path / "out" / "figures" / f"{key}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (tmp_path / "out" / "figures" / f"{key}.pdf").read_bytes()[:5] == b"%PDF-"
+    index = (tmp_path / "out" / "report.md").read_text()
+    assert "![overfitting](figures/overfitting.png)" in index and "### Table 1: bias and gain" in index
+
+
+def test_runs_are_read_with_safe_yaml_only(tmp_path):
+    d = make_run(tmp_path, "rt", "layernorm", 1, 70.0)
+    (d / "config.yaml").write_text("task: !!python/object/apply:os.system ['true']\n")
+    with pytest.raises(yaml.YAMLError):
+        find_runs([tmp_path])
+
+
+def test_cli_writes_tables_and_rejects_missing_or_empty_input(tmp_path, capsys):
+    for norm, v in (("layernorm", 70.0), ("rmsnorm", 71.0)):
+        make_run(tmp_path / "runs", "rt", norm, 1, v)
+    assert cli_main([str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--no-figures"]) == 0
+    summary = (tmp_path / "out" / "summary.md").read_text()
+    assert "| LayerNorm | 70.00 (1) |" in summary and "| RMSNorm | 71.00 (1) |" in summary
+    assert "2 runs -> " in capsys.readouterr().out
+    for ext in ("md", "csv", "tex"):
+        assert (tmp_path / "out" / f"summary.{ext}").stat().st_size > 0
+    assert cli_main([str(tmp_path / "nope"), "--out", str(tmp_path / "o2")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert cli_main([str(tmp_path / "empty"), "--out", str(tmp_path / "o3")]) == 2
+    assert "no run directories" in capsys.readouterr().err
+
+
+def test_published_metrics_cover_every_published_task():
+    assert set(P.PUBLISHED) == set(P.METRICS)
+    assert all(math.isfinite(v) for row in P.PUBLISHED.values() for v in row.values() if v is not None)
