@@ -8,6 +8,7 @@ TASKS: dict[str, str] = {
     "sst2": "normlab.tasks.classification:SST2Task",
     "imdb": "normlab.tasks.classification:IMDBTask",
     "synthetic_cls": "normlab.tasks.classification:SyntheticTask",
+    "ptb": "normlab.tasks.parsing:PTBParsingTask",
 }
 
 
