@@ -25,7 +25,13 @@ class LocalLogger:
 
 
 class WandbLogger:
-    """One wandb run per job; offline automatically when no API key is configured."""
+    """One wandb run per job; offline automatically when no API key is configured.
+
+    wandb never decides the fate of a run: a failing ``init`` online is retried offline (the
+    records stay in the run directory for ``wandb sync``), any other failure disables wandb for
+    the rest of the job, and init/finish waits are capped (``init_timeout``/``finish_timeout``
+    in the logger config) so an unreachable server costs seconds, not the default minutes.
+    """
 
     def __init__(self, cfg: dict, config: dict, run_dir: str, run_id: Optional[str] = None):
         self.run = None
@@ -36,27 +42,47 @@ class WandbLogger:
             if mode == "auto":
                 has_key = bool(os.environ.get("WANDB_API_KEY")) or os.path.exists(os.path.expanduser("~/.netrc"))
                 mode = "online" if has_key else "offline"
-            self.run = wandb.init(
-                project=cfg.get("project", "normlab"), entity=cfg.get("entity"), group=cfg.get("group"),
-                name=cfg.get("run_name"), tags=list(cfg.get("tags") or []), config=config, dir=run_dir,
-                mode=mode, id=run_id, resume="allow", reinit="finish_previous")
+            settings = wandb.Settings(init_timeout=float(cfg.get("init_timeout", 30)),
+                                      finish_timeout=float(cfg.get("finish_timeout", 60)))
+            kwargs = dict(project=cfg.get("project", "normlab"), entity=cfg.get("entity"), group=cfg.get("group"),
+                          name=cfg.get("run_name"), tags=list(cfg.get("tags") or []), config=config, dir=run_dir,
+                          id=run_id, resume="allow", reinit="finish_previous", settings=settings)
         except Exception:
             self._fail("init")
+            return
+        try:
+            self.run = wandb.init(mode=mode, **kwargs)
+        except Exception:
+            if mode != "online":
+                self._fail("init")
+                return
+            self._fail("init (online)")
+            try:
+                self.run = wandb.init(mode="offline", **kwargs)
+            except Exception:
+                self._fail("init (offline)")
 
     @property
     def run_id(self) -> Optional[str]:
         return getattr(self.run, "id", None)
 
     def _fail(self, where: str) -> None:
-        print(f"[normlab] wandb {where} failed; continuing without wandb:\n{traceback.format_exc(limit=2)}",
-              file=sys.stderr)
+        print(f"[normlab] wandb {where} failed; training continues without it:\n"
+              f"{traceback.format_exc(limit=2)}", file=sys.stderr)
         self.run = None
+
+    @staticmethod
+    def keys(metrics: dict) -> dict:
+        """Curve records to wandb's names: {"split": "valid", "loss": x} -> {"valid/loss": x}."""
+        split = metrics.get("split")
+        return {(k if split is None or k == "epoch" or "/" in k else f"{split}/{k}"): v
+                for k, v in metrics.items() if k != "split"}
 
     def log(self, metrics: dict, step: int) -> None:
         if self.run is None:
             return
         try:
-            self.run.log(metrics, step=step)
+            self.run.log(self.keys(metrics), step=step)
         except Exception:
             self._fail("log")
 

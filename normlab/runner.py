@@ -178,8 +178,6 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = None) -
             test = task.test(trainer.module, run_dir)
         trainer.logger.log({"epoch": trainer.state.epoch, "split": "test", **test}, trainer.state.step)
     summary = _summarise(job, config, task, trainer, run_dir, status, error, test, previous, start)
-    if wandb is not None:
-        wandb.log({f"test/{k}": v for k, v in test.items()}, trainer.state.step)
     trainer.logger.close(0 if status == "completed" else 1)
     if ctx.main:
         print(f"[normlab] {run_dir}: {status}; valid={trainer.state.last_valid} test={test}")

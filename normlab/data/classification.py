@@ -9,6 +9,7 @@ Each returns ``{split: (texts, labels)}`` for train/valid/test and a note on the
 from __future__ import annotations
 
 import tarfile
+import zlib
 from pathlib import Path
 
 import torch
@@ -16,6 +17,20 @@ import torch
 from ..tasks.base import DataError
 
 Split = dict[str, tuple[list[str], list[int]]]
+
+# The command that prepares each task's folder ({dir}: the task's data folder), quoted by errors.
+PREPARE = {
+    "rt": "mkdir -p {dir} && curl -L http://www.cs.cornell.edu/people/pabo/movie-review-data/"
+          "rt-polaritydata.tar.gz | tar -xz --strip-components=1 -C {dir}",
+    "sst2": "curl -LO https://dl.fbaipublicfiles.com/glue/data/SST-2.zip && "
+            "unzip -j SST-2.zip 'SST-2/*.tsv' -d {dir}",
+    "imdb": "mkdir -p {dir} && curl -L -o {dir}/aclImdb_v1.tar.gz "
+            "https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz",
+}
+
+
+def how(task: str, root: Path) -> str:
+    return f"To prepare it: {PREPARE[task].format(dir=root)}"
 
 
 def _need(path: Path, prepare: str) -> Path:
@@ -25,11 +40,15 @@ def _need(path: Path, prepare: str) -> Path:
 
 
 def _decode(raw: bytes, path, encoding: str = "utf-8") -> str:
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in raw[:4096]:
+        raise DataError(f"{path}: looks like UTF-16/32 (a byte-order mark or NUL bytes); "
+                        f"re-encode the file as {encoding}, e.g. iconv -f UTF-16 -t UTF-8")
     try:
         return raw.decode(encoding)
     except UnicodeDecodeError as e:
-        raise DataError(f"{path}: byte {e.start} is not valid {encoding} ({e.reason}); "
-                        f"re-encode the file as {encoding}") from None
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise DataError(f"{path}:{line}: byte {raw[e.start]:#04x} (offset {e.start}) is not valid {encoding} "
+                        f"({e.reason}); re-encode the file as {encoding}") from None
 
 
 def _holdout(texts, labels, n_hold: int, seed: int):
@@ -41,16 +60,24 @@ def _holdout(texts, labels, n_hold: int, seed: int):
 
 
 def read_rt(root: Path, split_seed: int = 0) -> tuple[Split, str]:
-    how = "Copy rt-polaritydata (rt-polarity.pos/.neg, v1.0) into this folder."
+    how_ = how("rt", root)
     texts, labels = [], []
     for name, label in (("rt-polarity.neg", 0), ("rt-polarity.pos", 1)):
-        path = _need(root / name, how)
+        path = _need(root / name, how_)
         raw = path.read_bytes()
         if not raw.strip():
-            raise DataError(f"{path} is empty. {how}")
-        # Split on b"\n" only: the cp1252 files contain 0x85, which str.splitlines() treats as a newline.
-        lines = [ln for ln in raw.split(b"\n") if ln.strip()]
-        texts += [_decode(ln, path, "cp1252").strip() for ln in lines]
+            raise DataError(f"{path} is empty. {how_}")
+        # The released files are cp1252 bytes; a UTF-8 re-encoding (as in some mirrors) decodes
+        # to the same text. Try UTF-8 first: cp1252 would silently turn UTF-8 into mojibake.
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text = _decode(raw, path, "cp1252")
+        if "\x00" in text[:4096]:
+            _decode(raw, path)  # raises the UTF-16 message
+        # Split on "\n" only: the cp1252 files contain 0x85, which str.splitlines() treats as a newline.
+        lines = [ln.strip() for ln in text.split("\n") if ln.strip()]
+        texts += lines
         labels += [label] * len(lines)
     n = len(texts)
     rest, test = _holdout(texts, labels, n // 10, split_seed)
@@ -75,18 +102,21 @@ def _read_tsv(path: Path) -> tuple[list[str], list[int]]:
             continue
         cols = line.split("\t")
         if len(cols) != len(header):
-            raise DataError(f"{path}:{no}: expected {len(header)} tab-separated columns, got {len(cols)}")
+            raise DataError(f"{path}:{no}: expected {len(header)} tab-separated columns {header}, got "
+                            f"{len(cols)}; the GLUE format has exactly one tab per line: fix or delete that line")
         if cols[li].strip() not in ("0", "1"):
-            raise DataError(f"{path}:{no}: label {cols[li]!r} is not 0 or 1")
+            raise DataError(f"{path}:{no}: label {cols[li]!r} is not 0 or 1 (SST-2 is binary: 0 negative, "
+                            "1 positive); fix or delete that line")
         texts.append(cols[si].strip())
         labels.append(int(cols[li]))
+    if not texts:
+        raise DataError(f"{path} has a header but no rows; use the full GLUE SST-2 file")
     return texts, labels
 
 
 def read_sst2(root: Path, valid_size: int = 872, split_seed: int = 0) -> tuple[Split, str]:
-    how = "Copy GLUE SST-2 (train.tsv, dev.tsv) into this folder."
-    train = _read_tsv(_need(root / "train.tsv", how))
-    test = _read_tsv(_need(root / "dev.tsv", how))
+    train = _read_tsv(_need(root / "train.tsv", how("sst2", root)))
+    test = _read_tsv(_need(root / "dev.tsv", how("sst2", root)))
     train, valid = _holdout(*train, valid_size, split_seed)
     note = (f"SST-2: GLUE test is unlabeled, so GLUE dev is reported as test; validation is a seeded "
             f"hold-out of {valid_size} train rows (split_seed={split_seed})")
@@ -108,11 +138,11 @@ def _imdb_members(root: Path):
                     for m in tar:
                         if m.isfile() and m.name.endswith(".txt"):
                             yield m.name, tar.extractfile(m).read()
-            except (tarfile.TarError, EOFError, OSError) as e:
-                raise DataError(f"{path} is truncated or corrupt ({e}); download aclImdb_v1.tar.gz again") from None
+            except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
+                raise DataError(f"{path} is truncated or corrupt ({type(e).__name__}: {e}); delete it and "
+                                f"download it again. {how('imdb', root)}") from None
             return
-    raise DataError(f"no aclImdb/ folder or aclImdb.tar.gz in {root}; download aclImdb_v1.tar.gz "
-                    "(ai.stanford.edu/~amaas/data/sentiment) into it")
+    raise DataError(f"no aclImdb/ folder or aclImdb.tar.gz in {root}. {how('imdb', root)}")
 
 
 def read_imdb(root: Path, valid_size: int = 2500, split_seed: int = 0) -> tuple[Split, str]:

@@ -28,8 +28,8 @@ class ClassificationTask(Task):
         d = self.cfg.data
         if self.files and not self.data_dir.is_dir():
             raise DataError(f"data folder {self.data_dir} for task {self.name} does not exist; set "
-                            f"NORMLAB_DATA (or paths.data_dir) to the folder that holds '{self.name}/', "
-                            f"see scripts/prepare_data.py")
+                            f"NORMLAB_DATA (or paths.data_dir) to the folder that holds '{self.name}/'. "
+                            f"{readers.how(self.name, self.data_dir)}")
         options = {"task": self.name, "reader": dict(d.get("reader") or {}), "min_freq": d.min_freq,
                    "max_vocab": d.max_vocab}
 

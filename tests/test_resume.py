@@ -1,0 +1,124 @@
+"""Kill -9 at any moment, re-run the same command: the run resumes from its last complete
+checkpoint and ends bitwise equal to a run that was never interrupted (CPU, deterministic)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from helpers import REPO, TEST_CACHE, run_cli, run_job
+from normlab.rundir import Checkpoints, Curves, read_curves, read_json, read_yaml
+
+# 4 batches per epoch: 16 steps cross 3 epoch boundaries; dropout 0.1 makes the RNG state matter.
+ARGS = ["task=synthetic_cls", "scale=smoke", "task.train.max_steps=16", "task.train.checkpoint_every=2",
+        "task.train.eval_every=5"]
+RUN = "runs/smoke/default/synthetic_cls/layernorm/seed1"
+TIMING = ("examples_per_s", "tokens_per_s")
+
+
+def curves(run_dir):
+    """Loss/metric records without timing fields, which legitimately differ between runs."""
+    return [{k: v for k, v in r.items() if k not in TIMING} for r in read_curves(run_dir / "curves.jsonl")]
+
+
+def results(run_dir):
+    s = read_json(run_dir / "summary.json")
+    return {k: s[k] for k in ("status", "steps", "epochs", "best_step", "valid", "test", "best_valid_score")}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The uninterrupted run (in-process: the same numbers as the CLI, without its start-up)."""
+    tmp = tmp_path_factory.mktemp("ref")
+    return run_job(ARGS, tmp, run_dir=tmp / RUN)[1]
+
+
+def cli_with_fault(tmp_path, monkeypatch, fault):
+    monkeypatch.setenv("NORMLAB_FAULT", fault)
+    out = run_cli(ARGS, tmp_path, check=False)
+    monkeypatch.delenv("NORMLAB_FAULT")
+    assert out.returncode == -signal.SIGKILL, out.stderr[-2000:]
+    return tmp_path / RUN
+
+
+def test_kill_mid_checkpoint_write_mid_eval_mid_step_then_resume_is_bitwise_equal(reference, tmp_path, monkeypatch):
+    assert [r["split"] for r in curves(reference)].count("valid") == 3  # steps 5, 10, 15
+    run = cli_with_fault(tmp_path, monkeypatch, "kill:save:4")
+    ck = run / "checkpoints"
+    # Killed between "last.pt -> prev.pt" and "new file -> last.pt": only prev.pt (step 2) is whole.
+    assert not (ck / "last.pt").exists() and list(ck.glob(".last.pt.*.tmp"))
+    assert torch.load(ck / "prev.pt", weights_only=True)["state"]["step"] == 2
+
+    cli_with_fault(tmp_path, monkeypatch, "kill:eval:10")  # resumes at 2; dies after logging valid@10
+    got, want = curves(run), curves(reference)
+    assert got[-1]["split"] == "valid" and got[-1]["step"] == 10
+    assert got == want[:len(got)]  # the same records so far, including the resumed part
+    assert not list(ck.glob(".*.tmp"))  # the resumed run cleaned the dead run's temp file
+    assert torch.load(ck / "last.pt", weights_only=True)["state"]["step"] == 8
+
+    cli_with_fault(tmp_path, monkeypatch, "kill:step:13")  # after the optimizer step, before counting it
+    assert torch.load(ck / "last.pt", weights_only=True)["state"]["step"] == 12
+
+    out = run_cli(ARGS, tmp_path)
+    assert "completed" in out.stdout
+    assert curves(run) == curves(reference)
+    assert results(run) == results(reference)
+    assert torch.equal(torch.load(ck / "best.pt", weights_only=True)["model"]["head.weight"],
+                       torch.load(reference / "checkpoints" / "best.pt", weights_only=True)["model"]["head.weight"])
+
+
+def test_sigkill_from_outside_at_an_unplanned_moment(reference, tmp_path):
+    """The real path: another process sends SIGKILL while the run is writing curves."""
+    env = {**os.environ, "NORMLAB_CACHE": str(TEST_CACHE)}
+    env.pop("NORMLAB_FAULT", None)
+    cmd = [sys.executable, "-m", "normlab.train", "progress=false", f"paths.root={tmp_path / 'runs'}", *ARGS]
+    run = tmp_path / RUN
+    for lines in (6,):
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 120
+        while proc.poll() is None and time.time() < deadline:
+            if len(read_curves(run / "curves.jsonl")) >= lines:
+                proc.send_signal(signal.SIGKILL)
+                break
+            time.sleep(0.005)
+        proc.wait()
+    run_cli(ARGS, tmp_path)
+    assert curves(run) == curves(reference)
+    assert results(run) == results(reference)
+
+
+def test_truncated_checkpoint_falls_back_to_the_previous_one_with_a_warning(tmp_path, monkeypatch):
+    ref, ref_dir = run_job(ARGS, tmp_path / "a")
+    monkeypatch.setenv("NORMLAB_FAULT", "raise:step:7")
+    failed, run_dir = run_job(ARGS, tmp_path / "b")
+    monkeypatch.delenv("NORMLAB_FAULT")
+    assert failed["status"] == "failed" and "InjectedFault" in (run_dir / "traceback.txt").read_text()
+    last = run_dir / "checkpoints" / "last.pt"
+    assert torch.load(last, weights_only=True)["state"]["step"] == 6
+    data = last.read_bytes()
+    last.write_bytes(data[: len(data) // 2])  # e.g. a disk that filled up
+    with pytest.warns(UserWarning, match="last.pt is unreadable.*falling back"):
+        ck = Checkpoints(run_dir).load()
+    assert ck["state"]["step"] == 5  # prev.pt: the checkpoint of the evaluation at step 5
+    with pytest.warns(UserWarning, match="unreadable"):
+        summary, _ = run_job(ARGS, tmp_path / "b")
+    assert summary["status"] == "completed"
+    assert not (run_dir / "traceback.txt").exists()
+    assert curves(run_dir) == curves(ref_dir)
+    assert results(run_dir) == results(ref_dir)
+
+
+def test_resume_drops_records_after_the_checkpoint_and_a_torn_last_line(tmp_path):
+    path = tmp_path / "curves.jsonl"
+    recs = [{"step": 2, "split": "train", "loss": 1.0}, {"step": 3, "split": "valid", "loss": 0.9},
+            {"step": 4, "split": "train", "loss": 0.8}, {"step": 4, "split": "test", "loss": 0.7}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs) + '{"step": 6, "spl')
+    assert read_curves(path) == recs
+    Curves(path).truncate_after(4)  # a checkpoint at step 4 of a run killed during its final test
+    assert read_curves(path) == recs[:3]
+    assert path.read_text().endswith("\n")
+
