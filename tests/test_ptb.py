@@ -111,9 +111,12 @@ def test_conllu_comments_multiword_tokens_and_labels(tmp_path):
     assert s.heads == [3, 3, 0, 3] and s.labels == ["aux", "advmod", "root", "punct"]
 
 
+CONLL_A = "1\ta\t_\tDT\tDT\t_\t2\t_\t_\t_\n"   # a CoNLL-X token line: "a", head 2
+
+
 @pytest.mark.parametrize("reader,text,match", [
-    (ptb.read_conll, "1\ta\t_\tDT\tDT\t_\t2\t_\t_\t_\n2\tb\t_\tNN\tNN\t_\t5\t_\t_\t_\n", r"bad\.txt:2: .*head 5.*0\.\.2"),
-    (ptb.read_conll, "1\ta\t_\tDT\tDT\t_\t2\t_\t_\t_\n2\tb\t_\tNN\tNN\t_\t1\t_\t_\t_\n", r"bad\.txt:1: .*no root"),
+    (ptb.read_conll, CONLL_A + "2\tb\t_\tNN\tNN\t_\t5\t_\t_\t_\n", r"bad\.txt:2: .*head 5.*0\.\.2"),
+    (ptb.read_conll, CONLL_A + "2\tb\t_\tNN\tNN\t_\t1\t_\t_\t_\n", r"bad\.txt:1: .*no root"),
     (ptb.read_malt_tab, "a\tDT\t0\nb\tNN\t3\nc\tNN\t2\n", r"bad\.txt:2: token 2 lies on a head cycle"),
     (ptb.read_malt_tab, "a\tDT\t0\nb\tNN\tx\n", r"bad\.txt:2: head column is 'x'"),
     (ptb.read_conll, "1\ta\t_\tDT\n", r"bad\.txt:1: 4 columns"),
@@ -152,7 +155,7 @@ def labeled_conll(tmp_path: Path) -> Path:
 
 def test_labeled_conll_task_reports_las_and_skips_non_projective(tmp_path):
     files = [f"task.data.conll_files.{s}={s}.conllx" for s in ("train", "valid", "test")]
-    summary, run_dir = run_job(["task=ptb", "scale=smoke", "task.data.format=conll", *files], tmp_path,
+    summary, run_dir = run_job(["task=ptb", "scale=smoke", "threads=1", "task.data.format=conll", *files], tmp_path,
                                data_dir=labeled_conll(tmp_path))
     assert summary["status"] == "completed", summary.get("error")
     assert summary["data"]["labeled"] and summary["data"]["oracle_skipped"] == {"train": 1, "valid": 0, "test": 0}
@@ -214,9 +217,19 @@ def test_train_batches_are_a_function_of_epoch_and_seed(tmp_path, data_dir):
 
 @pytest.mark.parametrize("norm", list(NORMS))
 def test_smoke_run_per_norm_writes_curves_and_summary(tmp_path, data_dir, norm):
-    summary, run_dir = run_job(["task=ptb", f"norm={norm}", "scale=smoke"], tmp_path, data_dir=data_dir)
+    summary, run_dir = run_job(["task=ptb", f"norm={norm}", "scale=smoke", "threads=1"], tmp_path, data_dir=data_dir)
     assert summary["status"] == "completed", summary.get("error")
     curves = [json.loads(x) for x in (run_dir / "curves.jsonl").read_text().splitlines()]
     assert {r["split"] for r in curves} == {"train", "valid", "test"}
     assert all("uas" in r for r in curves if r["split"] != "train")
     assert 0.0 <= summary["test"]["uas"] <= 100.0 and summary["data"]["sizes"]["train"] == 200
+
+
+def test_bad_head_in_task_data_stops_the_run_before_writing(tmp_path):
+    data = labeled_conll(tmp_path)
+    bad = data / "ptb" / "valid.conllx"
+    bad.write_text(bad.read_text().replace("3\tsat\t_\tVBD\tVBD\t_\t0", "3\tsat\t_\tVBD\tVBD\t_\t9", 1))
+    files = [f"task.data.conll_files.{s}={s}.conllx" for s in ("train", "valid", "test")]
+    with pytest.raises(DataError, match=r"valid\.conllx:3: token 3 has head 9"):
+        run_job(["task=ptb", "scale=smoke", "task.data.format=conll", *files], tmp_path, data_dir=data)
+    assert not (tmp_path / "runs" / "job").exists()

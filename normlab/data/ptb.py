@@ -226,46 +226,33 @@ def _clean(node: _Node) -> Optional[_Node]:
     return _Node(label, kids)
 
 
-def _scan(labels: list[str], direction: str, wanted) -> Optional[int]:
+def _first(labels: list[str], direction: str, group) -> Optional[int]:
+    """The first child (scanning from the left or the right) whose label is in ``group``."""
     order = range(len(labels)) if direction == "left" else range(len(labels) - 1, -1, -1)
-    for want in wanted:
-        for i in order:
-            if labels[i] == want:
-                return i
-    return None
+    return next((i for i in order if labels[i] in group), None)
 
 
-def _fallback(labels: list[str], direction: str) -> int:
-    order = list(range(len(labels)))
-    if direction == "right":
-        order.reverse()
-    return next((i for i in order if labels[i] not in _TREE_PUNCT), order[0])
+def _edge(labels: list[str], direction: str) -> int:
+    """The first non-punctuation child from that side (the fallback when no rule matches)."""
+    h = _first(labels, direction, set(labels) - _TREE_PUNCT)
+    return h if h is not None else (0 if direction == "left" else len(labels) - 1)
 
 
-def _np_head(labels: list[str]) -> int:
-    last = _fallback(labels, "right")
-    if labels[last] == "POS":
-        return last
-    for direction, group in (("right", {"NN", "NNP", "NNPS", "NNS", "NX", "POS", "JJR"}), ("left", {"NP"}),
-                             ("right", {"$", "ADJP", "PRN"}), ("right", {"CD"}),
-                             ("right", {"JJ", "JJS", "RB", "QP"})):
-        order = range(len(labels)) if direction == "left" else range(len(labels) - 1, -1, -1)
-        hit = next((i for i in order if labels[i] in group), None)
-        if hit is not None:
-            return hit
-    return last
+_NP_RULE = (("right", {"NN", "NNP", "NNPS", "NNS", "NX", "POS", "JJR"}), ("left", {"NP"}),
+            ("right", {"$", "ADJP", "PRN"}), ("right", {"CD"}), ("right", {"JJ", "JJS", "RB", "QP"}))
 
 
 def head_child(label: str, labels: list[str]) -> int:
     """Index of the head child of a constituent ``label`` with child labels ``labels``."""
     if len(labels) == 1:
         return 0
-    if label in ("NP", "NX"):
-        h = _np_head(labels)
+    if label in ("NP", "NX"):  # Collins' NP rule (NX, a nominal below NP, takes it too)
+        last = _edge(labels, "right")
+        candidates = [last] if labels[last] == "POS" else [_first(labels, d, g) for d, g in _NP_RULE] + [last]
     else:
         direction, wanted = HEAD_RULES.get(label, ("left", ()))
-        h = _scan(labels, direction, wanted)
-        h = _fallback(labels, direction) if h is None else h
+        candidates = [_first(labels, direction, {w}) for w in wanted] + [_edge(labels, direction)]
+    h = next(i for i in candidates if i is not None)
     if h >= 2 and labels[h - 1] == "CC" and labels[h - 2] not in _TREE_PUNCT:
         h -= 2  # Collins' coordination rule: "X CC Y" is headed by X
     return h
