@@ -8,6 +8,8 @@ TASKS: dict[str, str] = {
     "sst2": "normlab.tasks.classification:SST2Task",
     "imdb": "normlab.tasks.classification:IMDBTask",
     "synthetic_cls": "normlab.tasks.classification:SyntheticTask",
+    "iwslt14_de_en": "normlab.tasks.translation:IWSLT14DeEnTask",
+    "iwslt15_en_vi": "normlab.tasks.translation:IWSLT15EnViTask",
     "ptb": "normlab.tasks.parsing:PTBParsingTask",
 }
 

@@ -1,0 +1,194 @@
+"""Machine translation (IWSLT14 De-En, IWSLT15 En-Vi) with a Transformer encoder-decoder.
+
+Training follows fairseq's IWSLT recipe: token-budget batches of length-bucketed pairs
+(``--max-tokens``), label-smoothed cross-entropy (fairseq's form, eps_i = eps / (V - 1)),
+throughput in target tokens. Validation gives the label-smoothed loss (what fairseq selects
+``checkpoint_best`` on), the NLL and perplexity, and greedy BLEU when ``eval.valid_bleu`` is set.
+The test decodes the best checkpoint (``eval.beam``: 5 at paper scale, greedy at mini), writes the
+hypotheses to the run directory and reports
+- ``bleu``: sacreBLEU with ``tokenize="none"`` on the tokenized (for IWSLT14 lowercased) references,
+  which is what fairseq's ``generate.py --remove-bpe`` BLEU measures;
+- ``sacrebleu``: sacreBLEU (13a) on Moses-detokenized hypotheses and references; the releases
+  carry tokenized references only, so these are detokenized too. Both signatures are reported.
+"""
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import sacrebleu
+import torch
+import torch.nn.functional as F
+
+from ..config import ConfigError
+from ..data.batching import LazyBatches, bucket_batches, epoch_generator, pad
+from ..data.bpe import remove_bpe
+from ..data.translation import EOS, load_corpus
+from ..models.seq2seq import TransformerSeq2Seq
+from ..models.transformer import NormFactory, TransformerConfig
+from ..rundir import atomic_write_bytes
+from ..search import SearchConfig, decode
+from .base import DataError, Task
+
+MODEL_KEYS = ("share_all_embeddings", "share_decoder_input_output", "decoder_layers", "max_positions")
+
+
+def tokenized_bleu(hyps: list[str], refs: list[str], lowercase: bool = False):
+    """(score, signature) of BLEU on already-tokenized text: fairseq-comparable."""
+    bleu = sacrebleu.metrics.BLEU(tokenize="none", lowercase=lowercase, force=True)
+    return bleu.corpus_score(hyps, [refs]), str(bleu.get_signature())
+
+
+def detokenize(lines: list[str], lang: str) -> list[str]:
+    """Moses detokenization (also unescapes the tokenizer's &apos; &quot; ...)."""
+    try:
+        from sacremoses import MosesDetokenizer
+    except ImportError:
+        raise DataError("detokenized BLEU needs sacremoses: pip install sacremoses") from None
+    md = MosesDetokenizer(lang=lang)
+    return [md.detokenize(x.split()) for x in lines]
+
+
+def detok_bleu(hyps: list[str], refs: list[str], lowercase: bool = False):
+    """(score, signature) of sacreBLEU's standard 13a BLEU on detokenized text."""
+    bleu = sacrebleu.metrics.BLEU(lowercase=lowercase)
+    return bleu.corpus_score(hyps, [refs]), str(bleu.get_signature())
+
+
+class TranslationTask(Task):
+    metric, higher_is_better, unit = "bleu", True, "tokens"
+    how = ""  # how to prepare the data (named in every DataError)
+
+    def setup(self) -> None:
+        c = self.cfg
+        if c.train.get("select") == "metric" and not c.eval.valid_bleu:
+            raise ConfigError(f"task.train.select=metric selects on validation BLEU; set task.eval.valid_bleu=true "
+                              f"or task.train.select=loss (fairseq's checkpoint_best uses the loss)")
+        self.corpus = load_corpus(self.data_dir, c.data, self.name, self.cache_dir, self.how)
+        sv, tv = self.corpus.src_vocab, self.corpus.tgt_vocab
+        if (sv.pad, sv.stoi[EOS]) != (tv.pad, tv.stoi[EOS]):
+            raise DataError(f"source and target vocabularies must agree on <pad> and </s> ids for {self.name}")
+        self.pad, self.eos = tv.pad, tv.stoi[EOS]
+        self.bpe = c.data.get("vocab", "bpe") == "bpe"
+        self.data_info = self.corpus.info
+        self.max_pos = int(c.model.get("max_positions", 1024))
+        if c.data.get("train_max_len"):  # drop, never cut, over-long training pairs
+            src, tgt = self.corpus.splits["train"]
+            keep = torch.maximum(src.lengths(), tgt.lengths()) <= int(c.data.train_max_len)
+            self.train_index = keep.nonzero().view(-1)
+            self.data_info = {**self.data_info, "train_pairs_over_max_len": int((~keep).sum())}
+        else:
+            self.train_index = torch.arange(len(self.corpus.splits["train"][0]))
+
+    def build_model(self, norm: NormFactory) -> TransformerSeq2Seq:
+        m = dict(self.cfg.model)
+        extra = {k: m.pop(k) for k in MODEL_KEYS if k in m}
+        return TransformerSeq2Seq(len(self.corpus.src_vocab), len(self.corpus.tgt_vocab), self.pad, self.eos,
+                                  TransformerConfig(**m), norm, **extra)
+
+    # --- batches -------------------------------------------------------------------------------
+    def _collate(self, split: str, idx: torch.Tensor):
+        src, tgt = self.corpus.splits[split]
+        L = self.max_pos   # sequences beyond the model's positions are cut (none in IWSLT at 1024)
+        s = [src[i].long() for i in idx.tolist()]
+        t = [tgt[i].long() for i in idx.tolist()]
+        prev = [torch.cat([t_.new_tensor([self.eos]), t_[:-1]]) for t_ in t]   # </s> starts decoding
+        return pad(s, self.pad, L), pad(prev, self.pad, L), pad(t, self.pad, L)
+
+    def _lengths(self, split: str, index: torch.Tensor) -> torch.Tensor:
+        src, tgt = self.corpus.splits[split]
+        return torch.maximum(src.lengths(), tgt.lengths())[index]
+
+    def train_batches(self, epoch: int, seed: int):
+        idx = self.train_index
+        batches = bucket_batches(self._lengths("train", idx), max_tokens=self.cfg.data.max_tokens,
+                                 generator=epoch_generator(seed, epoch))
+        return LazyBatches([idx[b] for b in batches], lambda b: self._collate("train", b))
+
+    def _eval_batches(self, split: str) -> LazyBatches:
+        n = len(self.corpus.splits[split][0])
+        batches = bucket_batches(self._lengths(split, torch.arange(n)), max_tokens=self.cfg.data.eval_max_tokens)
+        return LazyBatches(batches, lambda b: self._collate(split, b))
+
+    # --- loss ----------------------------------------------------------------------------------
+    def _loss_sums(self, model, batch) -> tuple[torch.Tensor, torch.Tensor, int]:
+        src, prev, tgt = batch
+        lprobs = F.log_softmax(model(src, prev).float(), dim=-1)          # (B, T, V)
+        keep = tgt.ne(self.pad)
+        nll = -lprobs.gather(-1, tgt.unsqueeze(-1)).squeeze(-1)[keep]
+        smooth = -lprobs.sum(-1)[keep]
+        eps = float(self.cfg.criterion.label_smoothing)
+        eps_i = eps / (lprobs.size(-1) - 1)
+        loss = (1.0 - eps - eps_i) * nll + eps_i * smooth                 # fairseq's label smoothing
+        return loss.sum(), nll.sum(), int(keep.sum())
+
+    def loss(self, model, batch):
+        total, _, n = self._loss_sums(model, batch)
+        return total / max(n, 1), n
+
+    # --- evaluation ----------------------------------------------------------------------------
+    def _search(self) -> SearchConfig:
+        e = self.cfg.eval
+        return SearchConfig(beam=int(e.beam), lenpen=float(e.lenpen), max_len_a=float(e.max_len_a),
+                            max_len_b=int(e.max_len_b), max_len=min(int(e.max_len), self.max_pos - 1))
+
+    def _text(self, ids: list[int]) -> str:
+        line = " ".join(self.corpus.tgt_vocab.itos[i] for i in ids)
+        return remove_bpe(line) if self.bpe else line
+
+    def translate(self, model, split: str, search: SearchConfig) -> list[str]:
+        """Hypotheses (tokenized, BPE removed) for every sentence of ``split``, in file order."""
+        src = self.corpus.splits[split][0]
+        device = next(model.parameters()).device
+        out: list[str] = [""] * len(src)
+        for b in bucket_batches(src.lengths(), batch_size=int(self.cfg.eval.batch_size)):
+            tokens = pad([src[i].long() for i in b.tolist()], self.pad, self.max_pos).to(device)
+            for i, hyp in zip(b.tolist(), decode(model, tokens, search)):
+                out[i] = self._text(hyp)
+        return out
+
+    def evaluate(self, model, split):
+        device = next(model.parameters()).device
+        total, nll, n = 0.0, 0.0, 0
+        for batch in self._eval_batches(split):
+            t, l, k = self._loss_sums(model, tuple(x.to(device) for x in batch))
+            total, nll, n = total + t.item(), nll + l.item(), n + k
+        out = {"loss": total / n, "nll": nll / n, "ppl": math.exp(min(nll / n, 50.0))}
+        if split == "valid" and self.cfg.eval.valid_bleu:
+            greedy = SearchConfig(**{**vars(self._search()), "beam": 1})
+            hyps = self.translate(model, "valid", greedy)
+            out["bleu"] = tokenized_bleu(hyps, self.corpus.refs["valid"], self.cfg.eval.lowercase)[0].score
+        return out
+
+    def test(self, model, run_dir: Path):
+        out = self.evaluate(model, "test")
+        t0 = time.perf_counter()
+        search = self._search()
+        hyps = self.translate(model, "test", search)
+        seconds = time.perf_counter() - t0
+        refs, e, lang = self.corpus.refs["test"], self.cfg.eval, self.cfg.data.tgt
+        tok, tok_sig = tokenized_bleu(hyps, refs, e.lowercase)
+        detok_hyps = detokenize(hyps, lang)
+        det, det_sig = detok_bleu(detok_hyps, detokenize(refs, lang), e.lowercase)
+        for name, lines in (("test.hyp.txt", hyps), ("test.ref.txt", refs), ("test.hyp.detok.txt", detok_hyps)):
+            atomic_write_bytes(Path(run_dir) / name, ("\n".join(lines) + "\n").encode())
+        return {**out, "bleu": tok.score, "bleu_signature": tok_sig, "sacrebleu": det.score,
+                "sacrebleu_signature": f"{det_sig} (references Moses-detokenized)",
+                "bleu_precisions": [round(p, 2) for p in tok.precisions], "bleu_bp": round(tok.bp, 4),
+                "decode": f"beam={search.beam} lenpen={search.lenpen} max_len=min({search.max_len_a}*src+"
+                          f"{search.max_len_b}, {search.max_len})", "decode_s": round(seconds, 2)}
+
+
+IWSLT14_HOW = ("Prepare it with `python scripts/prepare_iwslt14.py --out <data_dir>/iwslt14_de_en` (fairseq's "
+               "prepare-iwslt14.sh steps; add --archive de-en.tgz to use a downloaded copy).")
+IWSLT15_HOW = ("Fetch it with `python scripts/prepare_iwslt15.py --out <data_dir>/iwslt15_en_vi` (the Stanford "
+               "NMT release; add --from DIR to use a downloaded copy).")
+
+
+class IWSLT14DeEnTask(TranslationTask):
+    name, how = "iwslt14_de_en", IWSLT14_HOW
+
+
+class IWSLT15EnViTask(TranslationTask):
+    name, how = "iwslt15_en_vi", IWSLT15_HOW
