@@ -1,0 +1,144 @@
+"""Experiment sweeps, launchers and `make reproduce-table` (scripts/reproduce.py) end to end."""
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from helpers import REPO, TEST_CACHE, run_cli
+from normlab.report.paper_tables import TABLES
+from normlab.report.report import OWN_TABLES
+from normlab.report.runs import PER_LAYER_GRAD
+from normlab.report.tables import latex_escape
+
+EXPERIMENTS = REPO / "configs" / "experiment"
+TASKS8 = "iwslt14_de_en,iwslt15_en_vi,enwik8,imdb,rt,sst2,mnist,ptb"
+
+
+@pytest.mark.parametrize("table", list(TABLES))
+def test_each_table_experiment_sweeps_exactly_its_norms(table, tmp_path):
+    from hydra import compose, initialize_config_dir
+    text = (EXPERIMENTS / f"{table}.yaml").read_text()
+    assert text.startswith("# @package _global_")
+    with initialize_config_dir(config_dir=str(REPO / "configs"), version_base="1.3"):
+        cfg = compose("train", overrides=[f"experiment={table}", "paths.root=/r"], return_hydra_config=True)
+    params = cfg.hydra.sweeper.params
+    assert params.norm.split(",") == TABLES[table][1]
+    assert params.seed == "1,2,3" and params.task == TASKS8
+    assert params.name == "xu2019" and str(params.threads) == "1"
+    assert str(cfg.hydra.mode) == "RunMode.MULTIRUN"
+    assert cfg.hydra.launcher._target_.endswith("JoblibLauncher")
+
+
+def test_the_full_grid_is_the_union_of_the_tables(tmp_path):
+    from hydra import compose, initialize_config_dir
+    with initialize_config_dir(config_dir=str(REPO / "configs"), version_base="1.3"):
+        cfg = compose("train", overrides=["experiment=xu2019", "hydra/launcher=submitit_slurm", "paths.root=/r"],
+                      return_hydra_config=True)
+    union = list(dict.fromkeys(n for _, norms in TABLES.values() for n in norms))
+    assert cfg.hydra.sweeper.params.norm.split(",") == union
+    assert cfg.hydra.launcher._target_.endswith("SlurmLauncher")   # the launcher is a command-line choice
+
+
+def test_submitit_local_mode_runs_the_sweep(tmp_path):
+    out = run_cli(["experiment=table1", "scale=smoke", "task=synthetic_cls", "norm=layernorm,layernorm_simple",
+                   "seed=1", "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=5"], tmp_path)
+    sweep = tmp_path / "runs" / "smoke" / "xu2019"
+    assert (sweep / ".submitit").is_dir()                      # the jobs really went through submitit
+    for norm in ("layernorm", "layernorm_simple"):
+        summary = json.loads((sweep / "synthetic_cls" / norm / "seed1" / "summary.json").read_text())
+        assert summary["status"] == "completed" and summary["steps"] == 6
+    assert "2 completed" in out.stdout
+
+
+def reproduce(args, cwd, data_dir, timeout=600):
+    env = {**os.environ, "NORMLAB_DATA": str(data_dir), "NORMLAB_CACHE": str(TEST_CACHE)}
+    return subprocess.run([sys.executable, str(REPO / "scripts" / "reproduce.py"), *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_smoke_reproduction_writes_every_output_and_shows_divergence(tmp_path, data_dir):
+    # A run forced to diverge (huge learning rate), placed where the grid expects it: the sweep
+    # skips it as finished and the tables must show it as Diverge, never as a number.
+    run_cli(["task=synthetic_cls", "norm=layernorm", "seed=2", "scale=smoke", "name=xu2019",
+             "task.train.lr=1e6", "task.train.diverge_loss=100"], tmp_path, data_dir)
+    args = ["--scale", "smoke", "--tasks", "rt,synthetic_cls", "--seeds", "1,2", "--norms",
+            "layernorm,layernorm_simple", "--jobs", "2", "--root", str(tmp_path / "runs")]
+    out = reproduce(args, tmp_path, data_dir)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "8 runs, 1 finished, 7 to train" in out.stdout
+    res = tmp_path / "results" / "smoke"
+
+    tables = ["summary", "table1", "table3", "findings", "grad_stats", "data", "runs"]
+    for stem in tables:
+        for ext in ("md", "csv", "tex"):
+            assert (res / f"{stem}.{ext}").stat().st_size > 0, f"{stem}.{ext}"
+    # table2 and beyond have one of their norms only: no comparison, no file
+    assert not (res / "table2.md").exists() and not (res / "beyond.md").exists()
+    for fig in ("curves", "overfitting", "grad_stats"):
+        assert (res / "figures" / f"{fig}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (res / "figures" / f"{fig}.pdf").read_bytes()[:5] == b"%PDF-"
+
+    rows = {r[0]: r for r in csv.reader((res / "table1.csv").read_text().splitlines())}
+    assert rows["norm"] == ["norm", "rt acc↑", "rt (paper)", "synthetic_cls acc↑"]
+    assert rows["LayerNorm"][3].endswith("(1); Diverge (1/2) †")   # 1 completed, 1 diverged (other lr)
+    assert rows["LayerNorm"][1].endswith("(2)") and " ± " in rows["LayerNorm"][1]
+    assert rows["LayerNorm"][2] == "77.21" and rows["w/o Norm"][1] == "–"
+    runs = list(csv.DictReader((res / "runs.csv").read_text().splitlines()))
+    assert len([r for r in runs if r["task"] != "caption"]) == 8
+    assert [r["status"] for r in runs if r["task"] == "synthetic_cls" and r["norm"] == "layernorm"] == \
+        ["completed", "diverged"]
+    # the data each task used is in every table's caption (LaTeX escapes its underscores)
+    rt_note = json.loads(next((res / "runs").glob("rt/*/seed1/summary.json")).read_text())["data"]["subset"]
+    for stem in ("summary", "table1", "table3", "findings", "grad_stats", "data"):
+        assert rt_note in (res / f"{stem}.md").read_text()
+        assert latex_escape(rt_note) in (res / f"{stem}.tex").read_text()
+    assert "LayerNorm-simple ≥ LayerNorm" in (res / "findings.md").read_text()
+
+    rec = json.loads((res / "reproduce.json").read_text())
+    assert rec["make"] == "make reproduce-table SCALE=smoke TASKS=rt,synthetic_cls SEEDS=1,2 JOBS=2"
+    assert rec["command"].startswith("python scripts/reproduce.py --scale smoke")
+    assert len(rec["git_commit"]) == 40 and rec["machine"]["cpus"] == os.cpu_count()
+    assert rec["runs"] == {"completed": 7, "diverged": 1} and rec["wall_time_s"] > 0 and rec["absent"] == []
+    readme = (res / "README.md").read_text()
+    assert rec["git_commit"] in readme and "### Table 1: bias and gain" in readme
+
+    # the committed copies are compact and re-create every table byte for byte
+    curves = [json.loads(x) for p in (res / "runs").glob("*/*/*/curves.jsonl") for x in p.read_text().splitlines()]
+    assert curves and not any(PER_LAYER_GRAD.match(k) for rec_ in curves for k in rec_)
+    assert any("grad/all/in_var" in r for r in curves)
+    assert not list((res / "runs").glob("**/*.pt"))
+    again = subprocess.run([sys.executable, "-m", "normlab.report.cli", str(res / "runs"), "--out",
+                            str(tmp_path / "again"), "--no-figures"], capture_output=True, text=True, cwd=REPO)
+    assert again.returncode == 0, again.stderr
+    for p in res.glob("*.*"):
+        if p.stem in OWN_TABLES:
+            assert p.read_bytes() == (tmp_path / "again" / p.name).read_bytes(), p.name
+
+    # a second call finds nothing to train
+    second = reproduce(args + ["--no-figures"], tmp_path, data_dir)
+    assert second.returncode == 0 and "8 runs, 8 finished, 0 to train" in second.stdout
+
+
+def test_unknown_task_is_refused_before_anything_runs(tmp_path):
+    out = subprocess.run([sys.executable, str(REPO / "scripts" / "reproduce.py"), "--tasks", "rt,nope"],
+                         cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 2 and "task(s) ['nope'] do not exist" in out.stderr
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "results").exists()
+
+
+COMMITTED = sorted(p.parent for p in (REPO / "results").glob("*/runs")) if (REPO / "results").is_dir() else []
+
+
+@pytest.mark.skipif(not COMMITTED, reason="no committed results/<scale>/runs yet (make reproduce-table commits them)")
+@pytest.mark.parametrize("res", COMMITTED, ids=[p.name for p in COMMITTED])
+def test_committed_tables_are_recreated_from_committed_runs(res, tmp_path):
+    out = subprocess.run([sys.executable, "-m", "normlab.report.cli", str(res / "runs"), "--out", str(tmp_path),
+                          "--no-figures"], capture_output=True, text=True, cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    committed = [p for p in res.glob("*.*") if p.stem in OWN_TABLES]
+    assert committed
+    for p in committed:
+        assert p.read_bytes() == (tmp_path / p.name).read_bytes(), f"{p} differs from normlab-report's output"
