@@ -223,6 +223,16 @@ def test_smoke_run_per_norm_writes_curves_and_summary(tmp_path, data_dir, norm):
     assert {r["split"] for r in curves} == {"train", "valid", "test"}
     assert all("uas" in r for r in curves if r["split"] != "train")
     assert 0.0 <= summary["test"]["uas"] <= 100.0 and summary["data"]["sizes"]["train"] == 200
+    if norm != "none":  # the gradient probe sees the norm of each of the 3 hidden layers
+        probed = {k.split("/")[1] for r in curves for k in r if k.startswith("grad/")}
+        assert {"norms.0", "norms.1", "norms.2"} <= probed
+
+
+def test_mrg_format_runs_through_the_task(tmp_path, data_dir):
+    summary, _ = run_job(["task=ptb", "scale=smoke", "threads=1", "task.data.format=mrg"], tmp_path,
+                         data_dir=data_dir)
+    assert summary["status"] == "completed", summary.get("error")
+    assert summary["data"]["format"] == "mrg" and summary["data"]["tokens"]["train"] == 4783  # = the .dp smoke subset
 
 
 def test_bad_head_in_task_data_stops_the_run_before_writing(tmp_path):
