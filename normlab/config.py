@@ -10,6 +10,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from .norms import norm_factory
+from .norms.registry import norm_options
 from .schedule import SCHEDULES
 
 
@@ -218,11 +219,15 @@ def explain_unknown_keys(argv: list[str]) -> list[str]:
         node = OmegaConf.select(cfg, parent)
         if not isinstance(node, DictConfig) or leaf in node:
             continue
-        valid = sorted(node.keys())
-        close = difflib.get_close_matches(leaf, valid, 1)
-        hints.append(f"normlab: {key} is not a config key; valid keys under {parent}: {valid}"
-                     + (f"; did you mean {parent}.{close[0]}?" if close else
-                        f"; to add a new key anyway use +{key}=..."))
+        valid = set(node.keys())
+        if parent == "norm.options":  # options the norm accepts but its config file leaves out
+            valid |= set(norm_options(cfg.norm.name)) - {"channels_first"}
+        if leaf in valid:
+            hints.append(f"normlab: {key} is valid but not in the config file; add it with +{key}=...")
+            continue
+        close = difflib.get_close_matches(leaf, sorted(valid), 1)
+        hints.append(f"normlab: {key} is not a config key; valid keys under {parent}: {sorted(valid)}"
+                     + (f"; did you mean {parent}.{close[0]}?" if close else ""))
     return hints
 
 

@@ -123,25 +123,27 @@ def read_sst2(root: Path, valid_size: int = 872, split_seed: int = 0) -> tuple[S
     return {"train": train, "valid": valid, "test": test}, note
 
 
-def _imdb_members(root: Path):
-    """Yield (relative path, bytes) of aclImdb/{train,test}/{pos,neg}/*.txt, folder or tarball."""
+def _imdb_members(root: Path) -> list[tuple[str, bytes]]:
+    """(relative path, bytes) of aclImdb/{train,test}/{pos,neg}/*.txt, from the folder or tarball."""
     folder = root / "aclImdb"
     if folder.is_dir():
-        for p in sorted(folder.glob("*/*/*.txt")):
-            yield p.relative_to(root).as_posix(), p.read_bytes()
-        return
+        return [(p.relative_to(root).as_posix(), p.read_bytes()) for p in sorted(folder.glob("*/*/*.txt"))]
     for name in ("aclImdb.tar.gz", "aclImdb_v1.tar.gz"):
-        if (root / name).exists():
-            path = root / name
-            try:
-                with tarfile.open(path, "r:gz") as tar:
-                    for m in tar:
-                        if m.isfile() and m.name.endswith(".txt"):
-                            yield m.name, tar.extractfile(m).read()
-            except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
-                raise DataError(f"{path} is truncated or corrupt ({type(e).__name__}: {e}); delete it and "
-                                f"download it again. {how('imdb', root)}") from None
-            return
+        path = root / name
+        if not path.exists():
+            continue
+        try:
+            with tarfile.open(path, "r:gz") as tar:
+                members = [(m.name, tar.extractfile(m).read()) for m in tar
+                           if m.isfile() and m.name.endswith(".txt")]
+                # tarfile stops quietly at a damaged header; reading the gzip stream to its end
+                # makes gzip check its length and CRC, so damage anywhere is an error.
+                while tar.fileobj.read(1 << 20):
+                    pass
+        except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
+            raise DataError(f"{path} is truncated or corrupt ({type(e).__name__}: {e}); delete it and "
+                            f"download it again. {how('imdb', root)}") from None
+        return members
     raise DataError(f"no aclImdb/ folder or aclImdb.tar.gz in {root}. {how('imdb', root)}")
 
 
