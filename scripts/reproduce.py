@@ -49,7 +49,8 @@ def parse(argv):
     p.add_argument("--seeds", default="1,2,3", help="comma-separated seeds (default 1,2,3)")
     p.add_argument("--tables", default=",".join(TABLES), help=f"which tables (default {','.join(TABLES)})")
     p.add_argument("--norms", default=None, help="only these norms of the tables' rows (default: all)")
-    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel jobs (default: every core)")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="parallel jobs (default: one per core; 1 when a GPU is visible, as jobs would share it)")
     p.add_argument("--root", type=Path, default=Path.cwd() / "runs", help="run root (default ./runs)")
     p.add_argument("--out", type=Path, default=None, help="results folder (default ./results/<scale>)")
     p.add_argument("--no-train", action="store_true", help="only report on the runs already there")
@@ -67,6 +68,9 @@ def parse(argv):
             p.error(f"norm(s) {bad} are in none of the tables {a.tables}; their norms: {', '.join(norms)}")
         norms = [n for n in norms if n in _csv(a.norms)]
     a.norm_list = norms
+    if a.jobs is None:
+        import torch
+        a.jobs = 1 if torch.cuda.is_available() else (os.cpu_count() or 1)
     a.root, a.out = a.root.resolve(), (a.out or Path.cwd() / "results" / a.scale).resolve()
     from normlab.tasks import TASKS
     missing = [t for t in a.tasks if t not in TASKS]

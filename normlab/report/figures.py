@@ -62,10 +62,11 @@ def figure(grid: Grid, key: str, title: str, norms: Optional[list[str]], panels:
     columns = [c for c in grid.columns if any(grid.cell(c, v).runs for v in variants)]
     if not columns or (norms is not None and len({v[0] for v in variants}) < 2):
         return None
-    left_out = sorted({f"{r.task}/{r.norm}/seed{r.seed} ({r.status})" for c in columns for v in variants
-                       for r in grid.cell(c, v).runs if r.status != "completed"})
+    left = sorted(f"{r.task}/{r.norm}/seed{r.seed} ({r.status})" for c in columns for v in variants
+                  for r in grid.cell(c, v).runs if r.status != "completed")
+    shown = ", ".join(left[:8]) + (f" and {len(left) - 8} more" if len(left) > 8 else "")
     caption = (f"{title}. {what} Lines: mean over seeds of completed runs; band: min–max over seeds; x: "
-               "training step. " + (f"Left out (not completed): {', '.join(left_out)}. " if left_out else "")
+               "training step. " + (f"Left out, not completed: {shown}. " if left else "")
                + data_sentence(grid, columns))
     w, h = 4.2 * len(panels), 2.6 * len(columns)
     wrapped = textwrap.wrap(caption, int(17 * w))  # ~17 characters per inch at 7 pt
