@@ -197,6 +197,14 @@ def test_every_caption_names_the_data_and_figures_are_written(tmp_path):
     assert "![overfitting](figures/overfitting.png)" in index and "### Table 1: bias and gain" in index
 
 
+def test_find_runs_ignores_wandb_checkpoint_and_hidden_folders(tmp_path):
+    d = make_run(tmp_path, "rt", "layernorm", 1, 70.0)
+    for sub in ("wandb/offline-run-1/files", "checkpoints", ".submitit/0"):
+        (d / sub).mkdir(parents=True)
+        (d / sub / "config.yaml").write_text("wandb_version: 1\n")
+    assert [r.path for r in find_runs([tmp_path])] == [d]
+
+
 def test_runs_are_read_with_safe_yaml_only(tmp_path):
     d = make_run(tmp_path, "rt", "layernorm", 1, 70.0)
     (d / "config.yaml").write_text("task: !!python/object/apply:os.system ['true']\n")

@@ -21,6 +21,7 @@ FINAL = ("completed", "diverged")
 # layer per probe would make the committed copies megabytes per run; grad/all/... is kept.
 PER_LAYER_GRAD = re.compile(r"^grad/(?!all/)")
 # Config keys that never change a run's result, ignored when comparing runs of one table cell.
+SKIP_DIRS = ("checkpoints", "wandb")
 RUNTIME_KEYS = ("seed", "paths", "logger", "device", "progress", "threads", "name")
 
 
@@ -121,10 +122,10 @@ def find_runs(paths: Iterable[Path]) -> list[Run]:
         if _is_run_dir(p):
             dirs = [p]
         else:
-            # hidden folders (.submitit/, .hydra/) and checkpoints/ never hold runs
+            # hidden folders (.submitit/, .hydra/), checkpoints/ and wandb/ (whose offline runs hold
+            # a config.yaml of wandb's own) never hold runs
             dirs = sorted({f.parent for pat in ("summary.json", "config.yaml") for f in p.rglob(pat)
-                           if not any(s.startswith(".") or s == "checkpoints"
-                                      for s in f.relative_to(p).parts[:-1])})
+                           if not any(s.startswith(".") or s in SKIP_DIRS for s in f.relative_to(p).parts[:-1])})
         for d in dirs:
             if d.resolve() not in found:
                 found[d.resolve()] = load_run(d)
