@@ -11,7 +11,7 @@ from helpers import run_cli, run_job
 from normlab.config import ConfigError, explain_unknown_keys
 from normlab.tasks.base import DataError
 
-RT = ["task=rt", "scale=smoke"]
+RT = ["task=rt", "scale=smoke", "threads=1"]  # one thread: tests share two cores
 WORDS = "a fine film with heart and wit but the plot drags on too long sadly".split()
 
 

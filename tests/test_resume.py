@@ -14,7 +14,7 @@ from helpers import REPO, TEST_CACHE, run_cli, run_job
 from normlab.rundir import Checkpoints, Curves, read_curves, read_json, read_yaml
 
 # 4 batches per epoch: 16 steps cross 3 epoch boundaries; dropout 0.1 makes the RNG state matter.
-ARGS = ["task=synthetic_cls", "scale=smoke", "task.train.max_steps=16", "task.train.checkpoint_every=2",
+ARGS = ["task=synthetic_cls", "scale=smoke", "threads=1", "task.train.max_steps=16", "task.train.checkpoint_every=2",
         "task.train.eval_every=5"]
 RUN = "runs/smoke/default/synthetic_cls/layernorm/seed1"
 TIMING = ("examples_per_s", "tokens_per_s")

@@ -1,0 +1,52 @@
+"""A sweep keeps going: a diverged job ends as "diverged" with its curve so far, a crashed job as
+"failed" with traceback.txt, bad input fails only its own job, and the multirun's exit status is
+the number of failed jobs. Re-running the sweep skips finished jobs and retries failed ones."""
+import math
+
+from helpers import run_cli
+from normlab.rundir import read_curves, read_json
+
+SWEEP = ["hydra.mode=MULTIRUN", "task=synthetic_cls", "scale=smoke", "threads=1", "norm=layernorm,rmsnorm,dyt", "seed=1,-1"]
+# rmsnorm crashes at step 2; dyt's loss turns NaN at step 4 (after the evaluation at step 3).
+FAULTS = "raise:step:2:/rmsnorm/,nan:loss:4:/dyt/"
+
+
+def test_sweep_survives_crash_divergence_and_bad_input(tmp_path, monkeypatch):
+    monkeypatch.setenv("NORMLAB_FAULT", FAULTS)
+    out = run_cli(SWEEP, tmp_path, check=False)
+    root = tmp_path / "runs" / "smoke" / "default" / "synthetic_cls"
+    assert out.returncode == 4, out.stderr[-3000:]  # rmsnorm + the three seed=-1 jobs
+    assert "1 completed, 1 diverged, 4 failed" in out.stdout
+
+    ok = read_json(root / "layernorm" / "seed1" / "summary.json")
+    assert ok["status"] == "completed" and ok["test"]["acc"] > 0
+
+    crashed = root / "rmsnorm" / "seed1"
+    s = read_json(crashed / "summary.json")
+    assert s["status"] == "failed" and s["error"].startswith("InjectedFault: NORMLAB_FAULT")
+    tb = (crashed / "traceback.txt").read_text()
+    assert tb.startswith("Traceback") and "normlab/trainer.py" in tb and "InjectedFault" in tb
+
+    diverged = root / "dyt" / "seed1"
+    s = read_json(diverged / "summary.json")
+    assert s["status"] == "diverged" and "training loss nan at step 4" in s["error"]
+    assert s["steps"] == 3 and s["valid"]["acc"] > 0 and s["test"] == {}
+    recs = read_curves(diverged / "curves.jsonl")
+    assert [(r["step"], r["split"]) for r in recs] == [(2, "train"), (3, "train"), (3, "valid")]
+    assert all(math.isfinite(r["loss"]) for r in recs)
+    assert not (diverged / "traceback.txt").exists()
+
+    for norm in ("layernorm", "rmsnorm", "dyt"):
+        bad = read_json(root / norm / "seed-1" / "summary.json")
+        assert bad["status"] == "failed" and bad["before_training"] and "seed=-1: must be an integer >= 0" in bad["error"]
+        assert sorted(p.name for p in (root / norm / "seed-1").iterdir()) == ["summary.json"]
+
+    # Again, without the faults: finished jobs are skipped, the crashed one runs to the end.
+    monkeypatch.delenv("NORMLAB_FAULT")
+    before = {n: (root / n / "seed1" / "summary.json").read_bytes() for n in ("layernorm", "dyt")}
+    out = run_cli(SWEEP, tmp_path, check=False)
+    assert out.returncode == 3, out.stderr[-3000:]
+    assert "already completed, skipped" in out.stdout and "already diverged, skipped" in out.stdout
+    assert {n: (root / n / "seed1" / "summary.json").read_bytes() for n in ("layernorm", "dyt")} == before
+    assert read_json(crashed / "summary.json")["status"] == "completed"
+    assert not (crashed / "traceback.txt").exists()
