@@ -59,8 +59,12 @@ def figure(grid: Grid, key: str, title: str, norms: Optional[list[str]], panels:
     out/<key>.png and .pdf; return the caption, or None when there is nothing to compare (a
     figure named for given norms needs runs of two of them)."""
     variants = [v for v in grid.variants(norms) if any(grid.cell(c, v).runs for c in grid.columns)]
-    columns = [c for c in grid.columns if any(grid.cell(c, v).runs for v in variants)]
-    if not columns or (norms is not None and len({v[0] for v in variants}) < 2):
+    if norms is not None and len({v[0] for v in variants}) < 2:
+        return None
+    series = {(c, v, j): _series([r for r in grid.cell(c, v).runs if r.status == "completed"], panel.get)
+              for c in grid.columns for v in variants for j, panel in enumerate(panels)}
+    columns = [c for c in grid.columns if any(series[c, v, j][0] for v in variants for j in range(len(panels)))]
+    if not columns:
         return None
     left = sorted(f"{r.task}/{r.norm}/seed{r.seed} ({r.status})" for c in columns for v in variants
                   for r in grid.cell(c, v).runs if r.status != "completed")
@@ -72,34 +76,29 @@ def figure(grid: Grid, key: str, title: str, norms: Optional[list[str]], panels:
     wrapped = textwrap.wrap(caption, int(17 * w))  # ~17 characters per inch at 7 pt
     cap_h = 0.16 * len(wrapped) + 0.3
     fig, axes = plt.subplots(len(columns), len(panels), figsize=(w, h + cap_h), squeeze=False)
-    drawn = False
     for i, c in enumerate(columns):
         for j, panel in enumerate(panels):
             ax = axes[i][j]
             for v in variants:
-                runs = [r for r in grid.cell(c, v).runs if r.status == "completed"]
-                steps, mean, lo, hi = _series(runs, panel.get)
+                steps, mean, lo, hi = series[c, v, j]
                 if not steps:
                     continue
+                n = sum(r.status == "completed" for r in grid.cell(c, v).runs)
                 color = COLORS.get(v[0], None)
-                ax.plot(steps, mean, color=color, lw=1.3, label=f"{grid.label(v)} (n={len(runs)})")
+                ax.plot(steps, mean, color=color, lw=1.3, label=f"{grid.label(v)} (n={n})")
                 ax.fill_between(steps, lo, hi, color=color, alpha=0.2, lw=0)
-                drawn = True
             if panel.log and ax.has_data():
                 ax.set_yscale("log")
             ax.set_title(f"{c}: {panel.title}", fontsize=9)
-            ax.tick_params(labelsize=7)
-            if ax.has_data() and j == len(panels) - 1:
-                ax.legend(fontsize=7, loc="best")
-    if not drawn:
-        plt.close(fig)
-        return None
+            ax.tick_params(labelsize=7, which="both")
+            if ax.has_data() and j == len(panels) - 1:  # one legend per task, outside its last panel
+                ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.suptitle(title, fontsize=11)
     fig.text(0.01, 0.01, "\n".join(wrapped), fontsize=7, va="bottom", ha="left")
     fig.tight_layout(rect=(0, cap_h / (h + cap_h), 1, 0.97))
     out.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out / f"{key}.png", dpi=120)
-    fig.savefig(out / f"{key}.pdf", metadata={"CreationDate": None, "ModDate": None})
+    for ext, kw in (("png", {"dpi": 120}), ("pdf", {"metadata": {"CreationDate": None, "ModDate": None}})):
+        fig.savefig(out / f"{key}.{ext}", bbox_inches="tight", **kw)  # grows to hold the outside legends
     plt.close(fig)
     return caption
 
