@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Optional
 
 import torch
+import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from . import __version__, distributed
@@ -61,7 +62,12 @@ def check_run_dir(run_dir: Path, config: dict) -> Optional[dict]:
     ConfigError if it holds a run with another config; None when there is something to do."""
     old_cfg = run_dir / "config.yaml"
     if old_cfg.exists():
-        diffs = same_experiment(read_yaml(old_cfg), config)
+        try:
+            old = read_yaml(old_cfg)  # safe YAML: tags that would build Python objects are errors
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{old_cfg} is not a plain YAML config ({type(e).__name__}); it was not written "
+                              "by normlab: delete that run directory or use another name=...") from None
+        diffs = same_experiment(old if isinstance(old, dict) else {}, config)
         if diffs:
             raise ConfigError(f"{run_dir} already holds a run with a different config (keys {diffs}); "
                               "use another name=... or paths.root=..., or delete that directory")

@@ -122,3 +122,47 @@ def test_resume_drops_records_after_the_checkpoint_and_a_torn_last_line(tmp_path
     assert read_curves(path) == recs[:3]
     assert path.read_text().endswith("\n")
 
+
+
+# --- security: nothing from a run directory can run code ------------------------------------------
+
+class Planted:
+    """Unpickling this would create a file (stands in for arbitrary code)."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (type(self.marker).touch, (self.marker,))
+
+
+def test_checkpoint_with_a_pickled_object_is_refused(tmp_path):
+    marker = tmp_path / "pwned"
+    ck = Checkpoints(tmp_path / "run")
+    ck.dir.mkdir(parents=True)
+    torch.save({"model": {}, "payload": Planted(marker)}, ck.last)
+    with pytest.warns(UserWarning, match="unreadable.*Weights only load failed"):
+        assert ck.load() is None
+    assert not marker.exists()
+
+
+def test_config_yaml_with_python_tags_is_refused(tmp_path):
+    from normlab.config import ConfigError
+    from normlab.runner import check_run_dir
+    marker = tmp_path / "pwned"
+    (tmp_path / "config.yaml").write_text(f"seed: !!python/object/apply:pathlib.Path.touch ['{marker}']\n")
+    with pytest.raises(ConfigError, match="is not a plain YAML config .*delete that run directory"):
+        check_run_dir(tmp_path, {"seed": 1})
+    assert not marker.exists()
+
+
+def test_no_unsafe_deserialisation_in_normlab():
+    """Every torch.load is weights_only; no pickle/marshal, no unsafe YAML, no object collectives."""
+    import re
+    for path in (REPO / "normlab").rglob("*.py"):
+        src = path.read_text()
+        for call in re.findall(r"torch\.load\(.*", src):  # to the end of the line
+            assert "weights_only=True" in call, f"{path}: {call}"
+        for bad in ("import pickle", "pickle.load", "import marshal", "import dill", "yaml.load(", "yaml.unsafe_load",
+                    "yaml.full_load", "_object_list(", "all_gather_object(", "Loader=yaml.Loader"):
+            assert bad not in src, f"{path}: {bad}"
