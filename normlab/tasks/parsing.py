@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from ..config import ConfigError
 from ..data import ptb
 from ..data.batching import LazyBatches, epoch_generator
 from ..data.cache import cached
@@ -44,7 +45,7 @@ class PTBParsingTask(Task):
     def _files(self) -> tuple[dict[str, list[Path]], str]:
         d, fmt = self.cfg.data, self.cfg.data.format
         if fmt not in ptb.READERS:
-            raise DataError(f"task.data.format must be one of {sorted(ptb.READERS)}, got {fmt!r}")
+            raise ConfigError(f"task.data.format must be one of {sorted(ptb.READERS)}, got {fmt!r}")
         if not self.data_dir.is_dir():
             raise DataError(f"data folder {self.data_dir} for task ptb does not exist; set NORMLAB_DATA (or "
                             f"paths.data_dir) to the folder that holds ptb/; {GET_DATA}")
