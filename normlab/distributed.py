@@ -14,6 +14,7 @@ import datetime
 import io
 import json
 import os
+import zlib
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -41,20 +42,37 @@ class Dist:
 _CTX: Optional[Dist] = None
 
 
-def slurm_env(env: dict) -> dict:
-    """torchrun's variables derived from a SLURM job step (Hydra's submitit launcher with
-    ``tasks_per_node`` > 1), unless torchrun already set them. MASTER_ADDR is the node that ran
-    the step (the allocation's first node); the port is derived from the job id so that
-    concurrent jobs on one node do not collide."""
-    if "WORLD_SIZE" in env or int(env.get("SLURM_NTASKS", "1")) <= 1 or "SLURM_PROCID" not in env:
+def launcher_env(env: dict) -> dict:
+    """torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT) for processes that
+    another launcher started, unless torchrun already set them:
+
+    - Hydra's submitit launcher with ``hydra.launcher.tasks_per_node`` > 1 (SLURM or local):
+      submitit's JobEnvironment knows the ranks and the job's first host;
+    - a bare ``srun`` job step: SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID, the master being the node
+      that launched the step (the allocation's first node).
+
+    The port is derived from the job id, so that two jobs sharing a node do not collide.
+    """
+    if "WORLD_SIZE" in env:
         return {}
-    out = {"RANK": env["SLURM_PROCID"], "WORLD_SIZE": env["SLURM_NTASKS"],
-           "LOCAL_RANK": env.get("SLURM_LOCALID", "0")}
-    if "MASTER_ADDR" not in env:
-        out["MASTER_ADDR"] = env.get("SLURM_LAUNCH_NODE_IPADDR", "127.0.0.1")
-    if "MASTER_PORT" not in env:
-        out["MASTER_PORT"] = str(20000 + int(env.get("SLURM_JOB_ID", "0")) % 20000)
-    return out
+    if env.get("SUBMITIT_EXECUTOR"):
+        try:
+            from submitit import JobEnvironment
+            job = JobEnvironment()
+            ranks = (job.global_rank, job.num_tasks, job.local_rank, job.hostnames[0], str(job.job_id))
+        except Exception:  # not inside a submitit job after all
+            ranks = None
+    elif int(env.get("SLURM_NTASKS", "1")) > 1 and "SLURM_PROCID" in env:
+        ranks = (env["SLURM_PROCID"], env["SLURM_NTASKS"], env.get("SLURM_LOCALID", "0"),
+                 env.get("SLURM_LAUNCH_NODE_IPADDR", "127.0.0.1"), env.get("SLURM_JOB_ID", "0"))
+    else:
+        ranks = None
+    if ranks is None or int(ranks[1]) <= 1:
+        return {}
+    rank, world, local, master, job_id = ranks
+    return {"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(local),
+            "MASTER_ADDR": env.get("MASTER_ADDR", master),
+            "MASTER_PORT": env.get("MASTER_PORT", str(20000 + zlib.crc32(job_id.encode()) % 20000))}
 
 
 def pick_device(name: str) -> torch.device:
@@ -69,7 +87,7 @@ def init(device: str = "auto") -> Dist:
     global _CTX
     if _CTX is not None:
         return _CTX
-    os.environ.update(slurm_env(dict(os.environ)))
+    os.environ.update(launcher_env(dict(os.environ)))
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world <= 1:
         return Dist(device=pick_device(device))

@@ -85,6 +85,8 @@ class Trainer:
                                                  static_graph=True)
             # Model init used the same seed on every rank; dropout must differ per rank.
             torch.manual_seed(seed * 1_000_003 + self.dist.rank)
+        # A task whose batches are not batch-first tensors provides its own shard(batch, rank, world).
+        self.shard = getattr(task, "shard", distributed.shard)
         self.logger, self.device, self.progress = logger, device, progress
         self.ckpt = Checkpoints(run_dir)
         self.faults = parse_faults(os.environ.get("NORMLAB_FAULT"), run_dir)
@@ -92,7 +94,7 @@ class Trainer:
             self.ckpt.before_replace = lambda: self._fault("save", self.state.step)
         self.batches_per_epoch = len(task.train_batches(0, seed))
         if self.batches_per_epoch == 0:
-            raise ValueError(f"task {task.name} produced no training batches; check task.train.batch_size "
+            raise ValueError(f"task {task.name} produced no training batches; check task.data.batch_size "
                              "and the training data")
         self.total_steps = t.max_steps or t.max_epochs * self.batches_per_epoch
         if self.total_steps <= 0:
@@ -202,7 +204,7 @@ class Trainer:
         probe = GradProbe(self.module) if probe_now else None
         batch = to_device(batch, self.device)
         if d.enabled:
-            batch, real = distributed.shard(batch, d.rank, d.world)
+            batch, real = self.shard(batch, d.rank, d.world)
         if probe:
             probe.__enter__()
         try:

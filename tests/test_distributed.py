@@ -3,14 +3,16 @@ follow the same curve as 1 process, and only rank 0 writes the run directory."""
 import math
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import zlib
 
 import pytest
 import torch
 
-from helpers import REPO, TEST_CACHE, run_job
-from normlab.distributed import shard, slurm_env
+from helpers import REPO, TEST_CACHE, run_cli, run_job
+from normlab.distributed import launcher_env, shard
 from normlab.rundir import read_curves, read_json
 
 # dropout 0: one process and two draw different dropout masks for the same example.
@@ -41,13 +43,22 @@ def test_shard_splits_every_batch_first_tensor():
     assert parts[1][0]["vocab"].shape == (7,)  # not batch-sized: left whole
 
 
-def test_slurm_task_variables_become_torchrun_variables():
+def test_slurm_and_submitit_tasks_get_torchrun_variables(monkeypatch):
+    port = str(20000 + zlib.crc32(b"123456") % 20000)
     env = {"SLURM_PROCID": "3", "SLURM_NTASKS": "8", "SLURM_LOCALID": "1", "SLURM_JOB_ID": "123456",
            "SLURM_LAUNCH_NODE_IPADDR": "10.0.0.7"}
-    assert slurm_env(env) == {"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "MASTER_ADDR": "10.0.0.7",
-                              "MASTER_PORT": str(20000 + 123456 % 20000)}
-    assert slurm_env({**env, "WORLD_SIZE": "8"}) == {}  # torchrun inside SLURM: torchrun's values win
-    assert slurm_env({**env, "SLURM_NTASKS": "1"}) == {}
+    assert launcher_env(env) == {"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "MASTER_ADDR": "10.0.0.7",
+                                 "MASTER_PORT": port}
+    assert launcher_env({**env, "WORLD_SIZE": "8"}) == {}  # torchrun inside SLURM: torchrun's values win
+    assert launcher_env({**env, "SLURM_NTASKS": "1"}) == {}
+    pytest.importorskip("submitit")
+    local = {"SUBMITIT_EXECUTOR": "local", "SUBMITIT_LOCAL_JOB_ID": "123456", "SUBMITIT_LOCAL_NTASKS": "2",
+             "SUBMITIT_LOCAL_JOB_NUM_NODES": "1", "SUBMITIT_LOCAL_NODEID": "0", "SUBMITIT_LOCAL_GLOBALID": "1",
+             "SUBMITIT_LOCAL_LOCALID": "1"}
+    for k, v in local.items():
+        monkeypatch.setenv(k, v)
+    assert launcher_env(local) == {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1",
+                                   "MASTER_ADDR": socket.gethostname(), "MASTER_PORT": port}
 
 
 def test_two_processes_follow_the_one_process_curve(tmp_path):
@@ -85,3 +96,18 @@ def test_two_process_run_killed_and_resumed_equals_uninterrupted(tmp_path):
     assert drop(read_curves(tmp_path / "cut" / RUN / "curves.jsonl")) == \
         drop(read_curves(tmp_path / "ref" / RUN / "curves.jsonl"))
     shutil.rmtree(tmp_path / "cut")
+
+
+@pytest.mark.slow
+def test_submitit_tasks_train_as_one_ddp_job(tmp_path):
+    """Hydra's submitit launcher (local mode: the SLURM code path on this machine), 2 tasks."""
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    _, one = run_job(ARGS, tmp_path / "one")
+    out = run_cli(["hydra.mode=MULTIRUN", "hydra/launcher=submitit_local", "hydra.launcher.tasks_per_node=2",
+                   "hydra.launcher.timeout_min=10", *ARGS], tmp_path / "two")
+    assert "1 completed" in out.stdout
+    two = tmp_path / "two" / RUN
+    assert read_json(two / "summary.json")["world_size"] == 2
+    for x, y in zip(read_curves(one / "curves.jsonl"), read_curves(two / "curves.jsonl"), strict=True):
+        assert (x["step"], x["split"]) == (y["step"], y["split"])
+        assert math.isclose(x["loss"], y["loss"], rel_tol=1e-5)
