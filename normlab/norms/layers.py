@@ -2,6 +2,11 @@
 
 Every module normalizes over the last dimension, or over dim 1 of a channels-first tensor
 (N, C, ...) when built with ``channels_first=True`` (the MNIST CNN).
+
+``impl="fused"`` (the default) runs the variant's fast path from ``fused.py`` (affine included);
+``impl="reference"`` runs the plain math of ``functional.py`` through autograd. Both compute the
+same function and gradients; the reference is what tests and benchmarks compare against, and
+it supports double backward.
 """
 from __future__ import annotations
 
@@ -9,15 +14,22 @@ import torch
 from torch import nn
 
 from . import functional as F
+from . import fused
+
+IMPLS = ("fused", "reference")
 
 
 class Norm(nn.Module):
-    """Base: optional per-channel affine (gain g, bias b) and channels-first handling."""
+    """Base: optional per-channel affine (gain g, bias b), channels-first handling, impl choice."""
 
-    def __init__(self, dim: int, gain: bool = False, bias: bool = False, channels_first: bool = False):
+    def __init__(self, dim: int, gain: bool = False, bias: bool = False, channels_first: bool = False,
+                 impl: str = "fused"):
         super().__init__()
+        if impl not in IMPLS:
+            raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
         self.dim = dim
         self.channels_first = channels_first
+        self.impl = impl
         self.weight = nn.Parameter(torch.ones(dim)) if gain else None
         self.bias = nn.Parameter(torch.zeros(dim)) if bias else None
 
@@ -26,20 +38,28 @@ class Norm(nn.Module):
             x = x.movedim(1, -1)
         if x.shape[-1] != self.dim:
             raise ValueError(f"{type(self).__name__}(dim={self.dim}) got a tensor with {x.shape[-1]} features")
+        y = self.fused(x) if self.impl == "fused" else self.reference(x)
+        return y.movedim(-1, 1) if self.channels_first else y
+
+    def reference(self, x: torch.Tensor) -> torch.Tensor:
         y = self.normalize(x)
         if self.weight is not None:
             y = y * self.weight
         if self.bias is not None:
             y = y + self.bias
-        return y.movedim(-1, 1) if self.channels_first else y
+        return y
+
+    def fused(self, x: torch.Tensor) -> torch.Tensor:
+        """The fast path, affine included; variants without one run the reference."""
+        return self.reference(x)
 
     def extra_repr(self) -> str:
-        return f"{self.dim}, affine=({self.weight is not None}, {self.bias is not None})"
+        return f"{self.dim}, affine=({self.weight is not None}, {self.bias is not None}), impl={self.impl}"
 
 
 class NoNorm(Norm):
-    def __init__(self, dim: int, channels_first: bool = False):
-        super().__init__(dim, channels_first=channels_first)
+    def __init__(self, dim: int, channels_first: bool = False, impl: str = "fused"):
+        super().__init__(dim, channels_first=channels_first, impl=impl)
 
     def forward(self, x):  # identity, without the shape round-trip
         return x
@@ -49,15 +69,19 @@ class LayerNormFamily(Norm):
     """LayerNorm, LayerNorm-simple, DetachNorm and the detach-mean/var variants (Xu et al. 2019)."""
 
     def __init__(self, dim, affine=True, detach_mean=False, detach_var=False, eps=1e-5,
-                 numerics="paper", channels_first=False):
+                 numerics="paper", channels_first=False, impl="fused"):
         if numerics not in F.NUMERICS:
             raise ValueError(f"numerics must be one of {F.NUMERICS}, got {numerics!r}")
-        super().__init__(dim, gain=affine, bias=affine, channels_first=channels_first)
+        super().__init__(dim, gain=affine, bias=affine, channels_first=channels_first, impl=impl)
         self.eps, self.numerics = eps, numerics
         self.detach_mean, self.detach_var = detach_mean, detach_var
 
     def normalize(self, x):
         return F.ln_simple(x, self.eps, self.detach_mean, self.detach_var, self.numerics)
+
+    def fused(self, x):
+        return fused.layer_norm(x, self.weight, self.bias, self.eps, self.numerics, self.detach_mean,
+                                self.detach_var)
 
     def extra_repr(self):
         return (super().extra_repr() + f", eps={self.eps}, numerics={self.numerics}, "
@@ -67,59 +91,74 @@ class LayerNormFamily(Norm):
 class AdaNorm(Norm):
     """z = C(1 - k y) y with y = LN-simple(x) and phi detached. No learnable parameters."""
 
-    def __init__(self, dim, C=1.0, k=0.1, eps=1e-5, numerics="paper", channels_first=False):
+    def __init__(self, dim, C=1.0, k=0.1, eps=1e-5, numerics="paper", channels_first=False, impl="fused"):
         if numerics not in F.NUMERICS:
             raise ValueError(f"numerics must be one of {F.NUMERICS}, got {numerics!r}")
-        super().__init__(dim, channels_first=channels_first)
+        super().__init__(dim, channels_first=channels_first, impl=impl)
         self.C, self.k, self.eps, self.numerics = C, k, eps, numerics
 
     def normalize(self, x):
         return F.adanorm(x, self.C, self.k, self.eps, self.numerics)
+
+    def fused(self, x):
+        return fused.adanorm(x, self.C, self.k, self.eps, self.numerics)
 
     def extra_repr(self):
         return super().extra_repr() + f", C={self.C}, k={self.k}, eps={self.eps}, numerics={self.numerics}"
 
 
 class RMSNorm(Norm):
-    def __init__(self, dim, eps=1e-5, affine=True, numerics="paper", channels_first=False):
+    def __init__(self, dim, eps=1e-5, affine=True, numerics="paper", channels_first=False, impl="fused"):
         if numerics not in F.NUMERICS:
             raise ValueError(f"numerics must be one of {F.NUMERICS}, got {numerics!r}")
-        super().__init__(dim, gain=affine, channels_first=channels_first)
+        super().__init__(dim, gain=affine, channels_first=channels_first, impl=impl)
         self.eps, self.numerics = eps, numerics
 
     def normalize(self, x):
         return F.rmsnorm(x, self.eps, self.numerics)
 
+    def fused(self, x):
+        return fused.rmsnorm(x, self.weight, self.eps, self.numerics)
+
 
 class ScaleNorm(Norm):
     """One learned scalar g, initialised to sqrt(dim) so the output has unit RMS at init."""
 
-    def __init__(self, dim, eps=1e-5, channels_first=False):
-        super().__init__(dim, channels_first=channels_first)
+    def __init__(self, dim, eps=1e-5, channels_first=False, impl="fused"):
+        super().__init__(dim, channels_first=channels_first, impl=impl)
         self.eps = eps
         self.g = nn.Parameter(torch.tensor(float(dim) ** 0.5))
 
     def normalize(self, x):
         return F.scalenorm(x, self.g, self.eps)
 
+    def fused(self, x):
+        return fused.scalenorm(x, self.g, self.eps)
+
 
 class DyT(Norm):
-    def __init__(self, dim, alpha_init=0.5, affine=True, channels_first=False):
-        super().__init__(dim, gain=affine, bias=affine, channels_first=channels_first)
+    def __init__(self, dim, alpha_init=0.5, affine=True, channels_first=False, impl="fused"):
+        super().__init__(dim, gain=affine, bias=affine, channels_first=channels_first, impl=impl)
         self.alpha = nn.Parameter(torch.full((1,), float(alpha_init)))
 
     def normalize(self, x):
         return F.dyt(x, self.alpha)
 
+    def fused(self, x):
+        return fused.dyt(x, self.alpha, self.weight, self.bias)
+
 
 class Derf(Norm):
-    def __init__(self, dim, alpha_init=0.5, shift_init=0.0, affine=True, channels_first=False):
-        super().__init__(dim, gain=affine, bias=affine, channels_first=channels_first)
+    def __init__(self, dim, alpha_init=0.5, shift_init=0.0, affine=True, channels_first=False, impl="fused"):
+        super().__init__(dim, gain=affine, bias=affine, channels_first=channels_first, impl=impl)
         self.alpha = nn.Parameter(torch.full((1,), float(alpha_init)))
         self.shift = nn.Parameter(torch.full((1,), float(shift_init)))
 
     def normalize(self, x):
         return F.derf(x, self.alpha, self.shift)
+
+    def fused(self, x):
+        return fused.derf(x, self.alpha, self.shift, self.weight, self.bias)
 
 
 class BatchNorm(Norm):
@@ -128,8 +167,9 @@ class BatchNorm(Norm):
     Statistics include padding positions in sequence models: use it for vision, or accept that.
     """
 
-    def __init__(self, dim, eps=1e-5, momentum=0.1, channels_first=False):
-        super().__init__(dim, channels_first=channels_first)
+    def __init__(self, dim, eps=1e-5, momentum=0.1, channels_first=False, impl="fused"):
+        # nn.BatchNorm1d is torch's fused kernel already: both impls run it
+        super().__init__(dim, channels_first=channels_first, impl=impl)
         self.bn = nn.BatchNorm1d(dim, eps=eps, momentum=momentum)
 
     def normalize(self, x):

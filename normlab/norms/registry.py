@@ -1,4 +1,8 @@
-"""NORMS: the one registry of norm variants, and build_norm, the one construction point."""
+"""NORMS: the one registry of norm variants, and build_norm, the one construction point.
+
+Every factory takes ``impl``: "fused" (default, the fast path of fused.py) or "reference" (the
+plain autograd math of functional.py), e.g. ``norm.options.impl=reference`` on the command line.
+"""
 from __future__ import annotations
 
 import inspect
@@ -9,58 +13,62 @@ from torch import nn
 from . import layers as L
 
 
-def _none(dim, channels_first=False):
-    return L.NoNorm(dim, channels_first=channels_first)
+def _none(dim, channels_first=False, impl="fused"):
+    return L.NoNorm(dim, channels_first=channels_first, impl=impl)
 
 
-def _layernorm(dim, eps=1e-5, numerics="paper", channels_first=False):
-    return L.LayerNormFamily(dim, affine=True, eps=eps, numerics=numerics, channels_first=channels_first)
+def _layernorm(dim, eps=1e-5, numerics="paper", channels_first=False, impl="fused"):
+    return L.LayerNormFamily(dim, affine=True, eps=eps, numerics=numerics, channels_first=channels_first,
+                             impl=impl)
 
 
-def _layernorm_simple(dim, eps=1e-5, numerics="paper", channels_first=False):
-    return L.LayerNormFamily(dim, affine=False, eps=eps, numerics=numerics, channels_first=channels_first)
+def _layernorm_simple(dim, eps=1e-5, numerics="paper", channels_first=False, impl="fused"):
+    return L.LayerNormFamily(dim, affine=False, eps=eps, numerics=numerics, channels_first=channels_first,
+                             impl=impl)
 
 
-def _detachnorm(dim, eps=1e-5, numerics="paper", channels_first=False):
+def _detachnorm(dim, eps=1e-5, numerics="paper", channels_first=False, impl="fused"):
     return L.LayerNormFamily(dim, affine=False, detach_mean=True, detach_var=True, eps=eps,
-                             numerics=numerics, channels_first=channels_first)
+                             numerics=numerics, channels_first=channels_first, impl=impl)
 
 
-def _detach_mean(dim, eps=1e-5, numerics="paper", channels_first=False):
+def _detach_mean(dim, eps=1e-5, numerics="paper", channels_first=False, impl="fused"):
     return L.LayerNormFamily(dim, affine=False, detach_mean=True, eps=eps, numerics=numerics,
-                             channels_first=channels_first)
+                             channels_first=channels_first, impl=impl)
 
 
-def _detach_var(dim, eps=1e-5, numerics="paper", channels_first=False):
+def _detach_var(dim, eps=1e-5, numerics="paper", channels_first=False, impl="fused"):
     return L.LayerNormFamily(dim, affine=False, detach_var=True, eps=eps, numerics=numerics,
-                             channels_first=channels_first)
+                             channels_first=channels_first, impl=impl)
 
 
-def _adanorm(dim, C=1.0, k=0.1, eps=1e-5, numerics="paper", channels_first=False):
+def _adanorm(dim, C=1.0, k=0.1, eps=1e-5, numerics="paper", channels_first=False, impl="fused"):
     # C=1 by default: at init the output scale matches LayerNorm's unit gain, so LN vs AdaNorm
     # compares the phi shape at equal scale. The official script's C=2 is set per experiment.
-    return L.AdaNorm(dim, C=C, k=k, eps=eps, numerics=numerics, channels_first=channels_first)
+    return L.AdaNorm(dim, C=C, k=k, eps=eps, numerics=numerics, channels_first=channels_first,
+                     impl=impl)
 
 
-def _rmsnorm(dim, eps=1e-5, affine=True, numerics="paper", channels_first=False):
-    return L.RMSNorm(dim, eps=eps, affine=affine, numerics=numerics, channels_first=channels_first)
+def _rmsnorm(dim, eps=1e-5, affine=True, numerics="paper", channels_first=False, impl="fused"):
+    return L.RMSNorm(dim, eps=eps, affine=affine, numerics=numerics, channels_first=channels_first,
+                     impl=impl)
 
 
-def _dyt(dim, alpha_init=0.5, affine=True, channels_first=False):
-    return L.DyT(dim, alpha_init=alpha_init, affine=affine, channels_first=channels_first)
+def _dyt(dim, alpha_init=0.5, affine=True, channels_first=False, impl="fused"):
+    return L.DyT(dim, alpha_init=alpha_init, affine=affine, channels_first=channels_first, impl=impl)
 
 
-def _scalenorm(dim, eps=1e-5, channels_first=False):
-    return L.ScaleNorm(dim, eps=eps, channels_first=channels_first)
+def _scalenorm(dim, eps=1e-5, channels_first=False, impl="fused"):
+    return L.ScaleNorm(dim, eps=eps, channels_first=channels_first, impl=impl)
 
 
-def _derf(dim, alpha_init=0.5, shift_init=0.0, affine=True, channels_first=False):
+def _derf(dim, alpha_init=0.5, shift_init=0.0, affine=True, channels_first=False, impl="fused"):
     return L.Derf(dim, alpha_init=alpha_init, shift_init=shift_init, affine=affine,
-                  channels_first=channels_first)
+                  channels_first=channels_first, impl=impl)
 
 
-def _batchnorm(dim, eps=1e-5, momentum=0.1, channels_first=False):
-    return L.BatchNorm(dim, eps=eps, momentum=momentum, channels_first=channels_first)
+def _batchnorm(dim, eps=1e-5, momentum=0.1, channels_first=False, impl="fused"):
+    return L.BatchNorm(dim, eps=eps, momentum=momentum, channels_first=channels_first, impl=impl)
 
 
 NORMS: dict[str, Callable[..., nn.Module]] = {

@@ -1,0 +1,345 @@
+"""Fast paths of the norm variants: autograd Functions with analytic backward.
+
+Written as chains of tensor ops (``functional.py``), a norm allocates a full-size tensor per op
+and autograd keeps most of them for backward. Here each variant allocates its output in forward
+and its input gradient in backward (AdaNorm, DyT and Derf one temporary more), works in place
+otherwise, and saves only what backward needs. No torch.compile: it would cost seconds in every
+process of a sweep, and these closed forms are within a pass or two of LayerNorm's kernel.
+
+The heavy lifting is torch's own fused LayerNorm backward kernel, reused through one identity.
+With xh = (x - m) a, that kernel returns ``K(g; m, a) = a (g - mean(g) - xh mean(g xh))``.
+Every norm here whose sigma depends on x has the gradient ``r (g - mean(g)) - (x - m) r^2 q s``
+with r = 1/sigma, d sigma/d x = q (x - m) and s = sum(g (x - m)), so it equals
+``c K(g; m, a)`` with ``a = sqrt(n r q)`` and ``c = r / a`` (n features). Detaching mu adds back
+``r mean(g)``; detaching sigma leaves ``r (g - mean(g))``; detaching both leaves ``r g``.
+RMSNorm and ScaleNorm are the m = 0 case plus ``r mean(g)``. Paper numerics (sigma =
+sqrt(var + eps), q = 1/(n sigma)) give a = r, c = 1: exactly torch's LayerNorm backward.
+
+Results equal ``functional.py`` up to float rounding (tests/test_fused.py checks float64 and
+float32). The Functions are once-differentiable; use impl="reference" for double backward.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch.autograd.function import once_differentiable
+
+_LN_BWD_OP = torch.ops.aten.native_layer_norm_backward
+_RMS_FWD = getattr(torch.ops.aten, "_fused_rms_norm", None)  # a fused kernel on CUDA (torch >= 2.8)
+
+
+def _stat_dtype(x: torch.Tensor) -> torch.dtype:
+    # torch's norm kernels keep mean/rstd of half inputs in float32
+    return torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+
+
+def _ln_bwd(g, x, m, a, w, b, mask):
+    """torch's LayerNorm backward kernel; it wants mean/rstd in the dtype its forward returns:
+    float32 for half inputs on CUDA or with a float32 gain, the input's dtype otherwise."""
+    half = x.dtype in (torch.float16, torch.bfloat16)
+    mixed = w is not None and w.dtype == torch.float32
+    sd = torch.float32 if half and (x.device.type != "cpu" or mixed) else x.dtype
+    return _LN_BWD_OP(g, x, (x.shape[-1],), m.to(sd), a.to(sd), w, b, mask)
+
+
+def _row_mean(g: torch.Tensor, w) -> torch.Tensor:
+    """mean over features of g * w as a (..., 1) column; a matrix-vector product when w is set."""
+    s = g @ w.to(g.dtype) if w is not None else g.sum(-1)
+    return s.unsqueeze(-1) / g.shape[-1]
+
+
+def _col_sum(t: torch.Tensor) -> torch.Tensor:
+    """Sum over every dim but the last, as a matrix-vector product (2x faster than sum(0) on CPU)."""
+    t = t.reshape(-1, t.shape[-1])
+    return torch.mv(t.t(), t.new_ones(t.shape[0]))
+
+
+def _kernel_grad(g, x, m, a, c, w=None, need_w=False, b=None, need_b=False, plus=None):
+    """c K(g w; m, a) + plus (see the module docstring), and the kernel's sum(g xh) / sum(g) over
+    rows if need_w / need_b (the affine gradients when a = r). A scalar factor of the result
+    goes in as a constant w: the kernel scales g by its gain for free."""
+    dx, dw, db = _ln_bwd(g, x, m, a, w, b, [True, need_w, need_b])
+    # two in-place passes: a fused addcmul with an (N, 1) operand is slower on CPU
+    if c is not None:
+        dx.mul_(c.to(dx.dtype))
+    if plus is not None:
+        dx.add_(plus.to(dx.dtype))
+    return dx, dw, db
+
+
+def _affine_grads(g, x, m, r, w, b, needs):
+    """dL/dw = sum(g (x - m) r), dL/db = sum(g) from torch's kernel, without dL/dx."""
+    need_w, need_b = needs[1] and w is not None, needs[2] and b is not None
+    if not (need_w or need_b):
+        return None, None
+    _, dw, db = _ln_bwd(g, x, m, r, w, b, [False, need_w, need_b])
+    return dw, db
+
+
+# ---------------------------------------------------------------- LayerNorm family and AdaNorm
+
+def _ln_forward(x, eps, numerics, w=None, b=None):
+    """y = (x - mu)/sigma (* w + b) for a contiguous x, with mean, r = 1/sigma and the (a, c)
+    of the kernel identity (c None when a = r)."""
+    n = x.shape[-1]
+    if numerics == "paper":
+        y, mean, rstd = torch.native_layer_norm(x, (n,), w, b, eps)
+        return y, mean, rstd, rstd, None
+    # official: sigma = unbiased std + eps. The kernel with eps' = tiny yields the mean and
+    # 1/sqrt(var_biased) in one pass (x.std() costs ~30 passes on CPU); a per-row factor converts.
+    tiny = torch.finfo(_stat_dtype(x)).tiny
+    y, mean, rb = torch.native_layer_norm(x, (n,), None, None, tiny)
+    var = rb.pow(-2).sub_(tiny)
+    std = var.masked_fill_(var <= 4 * tiny, 0.0).mul_(n / (n - 1)).sqrt_()  # 0, not ~1e-160
+    rstd = 1.0 / (std + eps)
+    y.mul_((rstd / rb).to(y.dtype))
+    if w is not None:
+        y.mul_(w)
+    if b is not None:
+        y.add_(b)
+    # q = 1/((n-1) std). On a constant row torch's std backward is 0 (it masks std == 0): only
+    # r (g - mean g) remains, which is a = r there (x - m = 0 kills the kernel's last term)
+    a = torch.where(std > 0, torch.sqrt(rstd * (n / (n - 1)) / std), rstd)
+    return y, mean, rstd, a, rstd / a
+
+
+class _LayerNorm(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w, b, eps, numerics, detach_mean, detach_var):
+        x = x.contiguous()
+        y, mean, rstd, a, c = _ln_forward(x, eps, numerics, w, b)
+        ctx.flags = (detach_mean, detach_var)
+        if detach_var and w is None:
+            ctx.save_for_backward(rstd)  # r (g - mean(g)) or r g: nothing else is needed
+        else:
+            ctx.save_for_backward(rstd, x, mean, a, c, w, b)
+        return y
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g):
+        detach_mean, detach_var = ctx.flags
+        needs = ctx.needs_input_grad
+        if len(ctx.saved_tensors) == 1:
+            rstd = ctx.saved_tensors[0].to(g.dtype)
+            if detach_mean:
+                return g * rstd, None, None, None, None, None, None
+            dx = torch.sub(g, _row_mean(g, None)).mul_(rstd)  # r (g - mean(g))
+            return dx, None, None, None, None, None, None
+        rstd, x, mean, a, c, w, b = ctx.saved_tensors
+        dx = dw = db = None
+        if needs[0] and not detach_var:  # the kernel identity, plus r mean(g w) if mu is detached
+            exact = c is None  # paper numerics: the kernel's affine gradients are exact
+            plus = _row_mean(g, w) * rstd if detach_mean else None
+            dx, dw, db = _kernel_grad(g, x, mean, a, c, w, exact and needs[1] and w is not None,
+                                      b, exact and needs[2] and b is not None, plus)
+        elif needs[0]:  # sigma detached, with an affine: r (g w - mean(g w)) or r g w
+            dx = g * w
+            if not detach_mean:
+                dx.sub_(_row_mean(g, w))
+            dx.mul_(rstd.to(dx.dtype))
+        if dw is None and db is None:
+            dw, db = _affine_grads(g, x, mean, rstd, w, b, needs)
+        return dx, dw, db, None, None, None, None
+
+
+def layer_norm(x, w=None, b=None, eps=1e-5, numerics="paper", detach_mean=False, detach_var=False):
+    """LayerNorm / LN-simple / DetachNorm / detach-mean / detach-var, with the affine fused in."""
+    if numerics == "paper" and not (detach_mean or detach_var):
+        return F.layer_norm(x, (x.shape[-1],), w, b, eps)  # torch's kernel is this exact math
+    return _LayerNorm.apply(x, w, b, eps, numerics, detach_mean, detach_var)
+
+
+class _AdaNorm(torch.autograd.Function):
+    """z = C y (1 - k y); backward: phi = C(1 - k y) scales g, then LN-simple's full Jacobian."""
+
+    @staticmethod
+    def forward(ctx, x, C, k, eps, numerics):
+        x = x.contiguous()
+        gain = x.new_full(x.shape[-1:], C) if C != 1.0 else None
+        z, mean, rstd, a, c = _ln_forward(x, eps, numerics, gain)  # z = C y
+        z.addcmul_(z, z, value=-k / C)  # C y - (k/C) (C y)^2 = C y (1 - k y)
+        ctx.save_for_backward(x, mean, rstd * k, a, c, gain)
+        return z
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g):
+        x, mean, rk, a, c, gain = ctx.saved_tensors
+        rk = rk.to(x.dtype)
+        # the one temporary: phi g / C = (1 - k y) g, with k y = x r k - m r k
+        u = torch.mul(x, -rk).add_(1.0 + mean.to(x.dtype) * rk).mul_(g)
+        dx, _, _ = _kernel_grad(u, x, mean, a, c, gain)  # C enters as the kernel's gain
+        return dx, None, None, None, None
+
+
+def adanorm(x, C=1.0, k=0.1, eps=1e-5, numerics="paper"):
+    return _AdaNorm.apply(x, C, k, eps, numerics)
+
+
+# ------------------------------------------------------------------------- RMSNorm, ScaleNorm
+
+class _RMSNorm(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w, eps, numerics):
+        x = x.contiguous()
+        n = x.shape[-1]
+        if numerics == "paper" and _RMS_FWD is not None and x.device.type != "cpu":
+            y, rstd = _RMS_FWD(x, (n,), w, eps)  # rsqrt(mean(x^2) + eps), one kernel
+            a = c = None
+        else:  # on CPU torch's _fused_rms_norm is a chain of ops: a norm and a scale are faster
+            norm = torch.linalg.vector_norm(x, dim=-1, keepdim=True, dtype=_stat_dtype(x))
+            if numerics == "paper":
+                rstd, a, c = torch.rsqrt(norm.square_().div_(n).add_(eps)), None, None
+            else:  # sigma = rms + eps, q = 1/(n rms): a = sqrt(r / rms); a zero row has r = 1/eps
+                rms = norm.mul_(n ** -0.5)
+                rstd = 1.0 / (rms + eps)
+                a = torch.where(rms > 0, torch.sqrt(rstd / rms), rstd)
+                c = rstd / a
+            y = torch.mul(x, rstd.to(x.dtype))
+            if w is not None:
+                y.mul_(w)
+        ctx.save_for_backward(x, rstd, a, c, w)
+        return y
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g):
+        x, rstd, a, c, w = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        zero = torch.zeros_like(rstd)
+        dx = dw = None
+        if needs[0]:
+            exact_w = c is None and needs[1] and w is not None
+            dx, dw, _ = _kernel_grad(g, x, zero, rstd if a is None else a, c, w, exact_w,
+                                     plus=_row_mean(g, w) * rstd)
+        if dw is None and needs[1] and w is not None:
+            dw, _ = _affine_grads(g, x, zero, rstd, w, None, needs)
+        return dx, dw, None, None
+
+
+def rmsnorm(x, w=None, eps=1e-5, numerics="paper"):
+    return _RMSNorm.apply(x, w, eps, numerics)
+
+
+class _ScaleNorm(torch.autograd.Function):
+    """z = g x / max(||x||, eps): the m = 0 identity with r = g/||x||, a = sqrt(n)/||x||, c = g/sqrt(n)."""
+
+    @staticmethod
+    def forward(ctx, x, g, eps):
+        x = x.contiguous()
+        norm = torch.linalg.vector_norm(x, dim=-1, keepdim=True, dtype=_stat_dtype(x))
+        ctx.eps = eps
+        ctx.save_for_backward(x, g, norm)
+        return torch.mul(x, (g / norm.clamp_min(eps)).to(x.dtype))
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        x, g, raw = ctx.saved_tensors
+        n = x.shape[-1]
+        norm = raw.clamp_min(ctx.eps)
+        # c = g/sqrt(n) as the kernel's gain; a gain also makes it return sum(grad xh) for dL/dg
+        gain = (g.detach() / math.sqrt(n)).to(x.dtype).expand(n).contiguous()
+        dx, dg, _ = _ln_bwd(grad, x, torch.zeros_like(norm), math.sqrt(n) / norm, gain, None,
+                            [ctx.needs_input_grad[0], ctx.needs_input_grad[1], False])
+        if dx is not None:
+            r = (g / norm).to(x.dtype)
+            dx.add_(_row_mean(grad, None) * r)
+            clamped = raw < ctx.eps  # where the clamp is active the norm is a constant: r grad
+            if bool(clamped.any()):
+                dx = torch.where(clamped, grad * r, dx)
+        if dg is not None:  # sum(grad x / ||x||) = sum_j dgamma_j / sqrt(n)
+            dg = (dg.sum() / math.sqrt(n)).reshape(g.shape)
+        return dx, dg, None
+
+
+def scalenorm(x, g, eps=1e-5):
+    return _ScaleNorm.apply(x, g, eps)
+
+
+# --------------------------------------------------------------------------------- DyT, Derf
+
+class _DyT(torch.autograd.Function):
+    """z = w tanh(alpha x) + b, through s = sigmoid(2 alpha x): tanh = 2s - 1, tanh' = 4s(1 - s).
+
+    On CPU torch's sigmoid is ~10x faster than its tanh. The identity is exact in real
+    arithmetic; in floats it costs an absolute error of a few ulp of 1 (relative error grows
+    for |alpha x| << 1, where the absolute error stays ~1e-7 in float32). Used for float32/64
+    on CPU only (see ``dyt``).
+    """
+
+    @staticmethod
+    def forward(ctx, x, alpha, w, b):
+        x = x.contiguous()
+        s = torch.mul(x, 2 * alpha).sigmoid_()
+        if w is None:  # z = 2s - 1 in place; backward needs only z: tanh' = (1 - z)(1 + z)
+            z = s.mul_(2).sub_(1)
+        else:  # z = 2w s + (b - w), s kept for backward
+            z = torch.addcmul(-w if b is None else b - w, s, 2 * w)
+        ctx.has_b = b is not None
+        ctx.save_for_backward(x, alpha, w, z if w is None else s)
+        return z
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g):
+        x, alpha, w, s = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        g = g.contiguous()
+        db = _col_sum(g) if ctx.has_b and needs[3] else None
+        if w is None:  # s holds z = tanh: h = (1 - z^2) g
+            h = torch.addcmul(torch.ones((), dtype=s.dtype, device=s.device), s, s, value=-1.0).mul_(g)
+            dw = None
+        else:
+            h = torch.mul(g, s)  # the one temporary: g s for dL/dw = sum(g (2s - 1)), then h
+            dw = 2 * _col_sum(h) - (db if db is not None else _col_sum(g)) if needs[2] else None
+            torch.addcmul(h, h, s, value=-1.0, out=h)  # g s (1 - s)
+            h.mul_(4 * w)
+        dalpha = torch.dot(h.reshape(-1), x.reshape(-1)).reshape(alpha.shape) if needs[1] else None
+        return (h.mul_(alpha) if needs[0] else None), dalpha, dw, db
+
+
+def dyt(x, alpha, w=None, b=None):
+    # the sigmoid identity has an absolute error of a few ulp of 1: fine in float32/64, too
+    # coarse near 0 in 8-bit-mantissa bfloat16; and off the CPU torch.tanh is fast
+    if x.device.type != "cpu" or x.dtype not in (torch.float32, torch.float64):
+        y = torch.tanh(alpha * x)
+        return y if w is None else torch.addcmul(b, y, w) if b is not None else y * w
+    return _DyT.apply(x, alpha, w, b)
+
+
+class _Derf(torch.autograd.Function):
+    """z = w erf(alpha x + s) + b; saves x and erf(.), recomputes alpha x + s in backward."""
+
+    @staticmethod
+    def forward(ctx, x, alpha, shift, w, b):
+        x = x.contiguous()
+        t = torch.addcmul(shift, x, alpha).erf_()
+        z = t if w is None else torch.addcmul(b, t, w) if b is not None else t * w
+        ctx.has_wb = (w is not None, b is not None)
+        ctx.save_for_backward(x, alpha, shift, w, t)
+        return z
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g):
+        x, alpha, shift, w, t = ctx.saved_tensors
+        has_w, has_b = ctx.has_wb
+        needs = ctx.needs_input_grad
+        g = g.contiguous()
+        db = _col_sum(g) if has_b and needs[4] else None
+        h = torch.mul(g, t)  # the one temporary: g erf(u) for dL/dw, then dL/du
+        dw = _col_sum(h) if has_w and needs[3] else None
+        torch.addcmul(shift, x, alpha, out=h).square_().neg_().exp_().mul_(g)  # exp(-u^2) g
+        scale = 2 / math.sqrt(math.pi)  # erf'(u) = 2/sqrt(pi) exp(-u^2)
+        h.mul_(w * scale if has_w else scale)
+        dalpha = torch.dot(h.reshape(-1), x.reshape(-1)).reshape(alpha.shape) if needs[1] else None
+        dshift = h.sum().reshape(shift.shape) if needs[2] else None
+        return (h.mul_(alpha) if needs[0] else None), dalpha, dshift, dw, db
+
+
+def derf(x, alpha, shift, w=None, b=None):
+    return _Derf.apply(x, alpha, shift, w, b)
