@@ -1,7 +1,9 @@
 """Hydra entry point (``normlab-train``): compose, run one job, report. The loop is trainer.py.
 
-Exit status: 0 on success; 2 for bad input (a config or data error, before anything is
-written); 1 when Hydra cannot compose the config; for ``--multirun``, the number of failed jobs.
+Exit status of one job: 0 when it completed or diverged (a result, not an error); 1 when Hydra
+cannot compose the config; 2 for bad input (a config or data error, before anything is written);
+3 when training crashed (traceback.txt in the run directory). ``--multirun``: the number of
+failed jobs.
 Under torchrun, a job that crashed ends the whole process group (its peers could be blocked in a
 collective), so a distributed sweep stops at the first crash; bad input still fails just that job.
 """
@@ -31,7 +33,10 @@ def _main(cfg: DictConfig) -> str:
     multirun = hc.mode == RunMode.MULTIRUN
     run_dir = Path(hc.runtime.output_dir)
     try:
-        return run(cfg, run_dir, list(hc.overrides.task))["status"]
+        status = run(cfg, run_dir, list(hc.overrides.task))["status"]
+        if status == "failed" and not multirun:
+            sys.exit(3)  # traceback.txt is in the run directory
+        return status
     except USER_ERRORS as e:
         if _rank() == 0:
             print(f"normlab: error: {e}", file=sys.stderr)

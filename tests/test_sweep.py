@@ -50,3 +50,12 @@ def test_sweep_survives_crash_divergence_and_bad_input(tmp_path, monkeypatch):
     assert {n: (root / n / "seed1" / "summary.json").read_bytes() for n in ("layernorm", "dyt")} == before
     assert read_json(crashed / "summary.json")["status"] == "completed"
     assert not (crashed / "traceback.txt").exists()
+
+
+def test_a_single_crashed_job_exits_3_with_its_traceback(tmp_path, monkeypatch):
+    monkeypatch.setenv("NORMLAB_FAULT", "raise:step:2")
+    out = run_cli(["task=synthetic_cls", "scale=smoke", "threads=1"], tmp_path, check=False)
+    run_dir = tmp_path / "runs" / "smoke" / "default" / "synthetic_cls" / "layernorm" / "seed1"
+    assert out.returncode == 3 and "failed" in out.stdout
+    assert read_json(run_dir / "summary.json")["status"] == "failed"
+    assert "InjectedFault" in (run_dir / "traceback.txt").read_text()
