@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from helpers import REPO, TEST_CACHE, run_cli, run_job
-from normlab.rundir import Checkpoints, Curves, read_curves, read_json, read_yaml
+from normlab.rundir import Checkpoints, Curves, read_curves, read_json
 
 # 4 batches per epoch: 16 steps cross 3 epoch boundaries; dropout 0.1 makes the RNG state matter.
 ARGS = ["task=synthetic_cls", "scale=smoke", "threads=1", "task.train.max_steps=16", "task.train.checkpoint_every=2",

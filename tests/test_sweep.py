@@ -6,7 +6,8 @@ import math
 from helpers import run_cli
 from normlab.rundir import read_curves, read_json
 
-SWEEP = ["hydra.mode=MULTIRUN", "task=synthetic_cls", "scale=smoke", "threads=1", "norm=layernorm,rmsnorm,dyt", "seed=1,-1"]
+SWEEP = ["hydra.mode=MULTIRUN", "task=synthetic_cls", "scale=smoke", "threads=1", "norm=layernorm,rmsnorm,dyt",
+         "seed=1,-1"]
 # rmsnorm crashes at step 2; dyt's loss turns NaN at step 4 (after the evaluation at step 3).
 FAULTS = "raise:step:2:/rmsnorm/,nan:loss:4:/dyt/"
 
@@ -38,7 +39,8 @@ def test_sweep_survives_crash_divergence_and_bad_input(tmp_path, monkeypatch):
 
     for norm in ("layernorm", "rmsnorm", "dyt"):
         bad = read_json(root / norm / "seed-1" / "summary.json")
-        assert bad["status"] == "failed" and bad["before_training"] and "seed=-1: must be an integer >= 0" in bad["error"]
+        assert bad["status"] == "failed" and bad["before_training"]
+        assert "seed=-1: must be an integer >= 0" in bad["error"]
         assert sorted(p.name for p in (root / norm / "seed-1").iterdir()) == ["summary.json"]
 
     # Again, without the faults: finished jobs are skipped, the crashed one runs to the end.
