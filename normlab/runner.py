@@ -24,7 +24,7 @@ from . import __version__, distributed
 from .config import ConfigError, resolve, same_experiment, train_config
 from .loggers import LocalLogger, MultiLogger, WandbLogger
 from .norms import norm_factory
-from .rundir import Checkpoints, Curves, read_json, read_yaml, write_json, write_yaml
+from .rundir import Checkpoints, Curves, atomic_write_bytes, read_json, read_yaml, write_json, write_yaml
 from .tasks import get_task_class
 from .tasks.base import DataError
 from .trainer import Diverged, Trainer
@@ -168,9 +168,10 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = None) -
     except Exception as e:
         status, error = "failed", f"{type(e).__name__}: {e}"
         if ctx.main:
-            (run_dir / "traceback.txt").write_text(traceback.format_exc())
+            atomic_write_bytes(run_dir / "traceback.txt", traceback.format_exc().encode())
         if ctx.enabled:  # the other ranks may be blocked in a collective: end the whole job
             _summarise(job, config, task, trainer, run_dir, status, error, {}, previous, start)
+            trainer.logger.close(1)
             raise
     if status != "failed" and (run_dir / "traceback.txt").exists() and ctx.main:
         (run_dir / "traceback.txt").unlink()  # a resumed run that now succeeded
