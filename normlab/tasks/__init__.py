@@ -10,6 +10,8 @@ TASKS: dict[str, str] = {
     "synthetic_cls": "normlab.tasks.classification:SyntheticTask",
     "iwslt14_de_en": "normlab.tasks.translation:IWSLT14DeEnTask",
     "iwslt15_en_vi": "normlab.tasks.translation:IWSLT15EnViTask",
+    "enwik8": "normlab.tasks.lm:Enwik8Task",
+    "mnist": "normlab.tasks.mnist:MNISTTask",
     "ptb": "normlab.tasks.parsing:PTBParsingTask",
 }
 

@@ -1,0 +1,79 @@
+"""MNIST digit classification with the paper's 3-layer CNN (normlab/models/cnn.py); metric accuracy %.
+
+Images are kept as uint8 (N, 28, 28) and standardized per batch with the training set's pixel
+mean and std (0.1307, 0.3081, the usual MNIST constants; recomputed by the tests). No augmentation.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ..config import ConfigError
+from ..data import mnist
+from ..data.batching import LazyBatches, epoch_generator
+from ..data.cache import cached
+from ..models.cnn import MNISTCNN
+from ..models.transformer import NormFactory
+from .base import Task
+
+MEAN, STD = 0.1307, 0.3081
+
+
+class MNISTTask(Task):
+    name, metric, higher_is_better, unit = "mnist", "acc", True, "examples"
+
+    def setup(self) -> None:
+        d = self.cfg.data
+        for key in ("batch_size", "eval_batch_size", "valid_size"):
+            if int(d[key]) <= 0:
+                raise ConfigError(f"task.data.{key} must be positive, got {d[key]}")
+        if int(d.valid_size) >= mnist.COUNTS["train"]:
+            raise ConfigError(f"task.data.valid_size={d.valid_size} must be below {mnist.COUNTS['train']}")
+        files = [p for pair in mnist.files(self.data_dir).values() for p in pair]  # keys the cache
+
+        def build():
+            splits = mnist.load(self.data_dir, int(d.valid_size))
+            return {s: {"images": x, "labels": y} for s, (x, y) in splits.items()}
+        data = cached(self.cache_dir, self.name, files, {"valid_size": int(d.valid_size)}, build)
+        self.splits = {s: (v["images"], v["labels"]) for s, v in data.items()}
+        n_train = mnist.COUNTS["train"] - int(d.valid_size)
+        note = (f"MNIST: official {mnist.COUNTS['t10k']:,} test images; validation is the last "
+                f"{int(d.valid_size):,} of the {mnist.COUNTS['train']:,} training images (train keeps the "
+                f"first {n_train:,})")
+        # data.eval_size > 0 evaluates only the first eval_size images of valid and test (smoke runs);
+        # it is stated in every output.
+        cap = int(d.get("eval_size") or 0)
+        if cap:
+            self.splits = {s: (x[:cap], y[:cap]) if s != "train" else (x, y) for s, (x, y) in self.splits.items()}
+            note += f"; valid/test accuracy on their first {cap:,} images only (task.data.eval_size)"
+        self.data_info = {"source": "real", "sizes": {s: len(v[1]) for s, v in self.splits.items()},
+                          "subset": note}
+
+    def build_model(self, norm: NormFactory) -> torch.nn.Module:
+        m = self.cfg.model
+        return MNISTCNN(norm, tuple(m.channels), int(m.kernel), float(m.dropout))
+
+    def _batches(self, split: str, batch_size: int, generator=None) -> LazyBatches:
+        images, labels = self.splits[split]
+        n = len(labels)
+        order = torch.randperm(n, generator=generator) if generator is not None else torch.arange(n)
+        return LazyBatches(list(order.split(batch_size)),
+                           lambda b: ((images[b].float().unsqueeze(1) / 255.0 - MEAN) / STD, labels[b]))
+
+    def train_batches(self, epoch: int, seed: int):
+        return self._batches("train", int(self.cfg.data.batch_size), epoch_generator(seed, epoch))
+
+    def loss(self, model, batch):
+        x, y = batch
+        return F.cross_entropy(model(x), y), y.numel()
+
+    def evaluate(self, model, split):
+        device = next(model.parameters()).device
+        total, correct, n = 0.0, 0, 0
+        for x, y in self._batches(split, int(self.cfg.data.eval_batch_size)):
+            x, y = x.to(device), y.to(device)
+            logits = model(x)
+            total += F.cross_entropy(logits, y, reduction="sum").item()
+            correct += (logits.argmax(-1) == y).sum().item()
+            n += y.numel()
+        return {"loss": total / n, "acc": 100.0 * correct / n}
