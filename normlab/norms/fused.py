@@ -35,6 +35,18 @@ def _stat_dtype(x: torch.Tensor) -> torch.dtype:
     return torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
 
 
+_UNIT: dict = {}
+
+
+def _unit(x: torch.Tensor) -> torch.Tensor:
+    """A cached gain of ones for x's feature size: torch's CPU LayerNorm forward kernel takes a
+    path ~2x faster with a gain than without one, and multiplying by 1 is exact."""
+    key = (x.shape[-1], x.dtype, x.device)
+    if key not in _UNIT:
+        _UNIT[key] = torch.ones(x.shape[-1], dtype=x.dtype, device=x.device)
+    return _UNIT[key]
+
+
 def _ln_bwd(g, x, m, a, w, b, mask):
     """torch's LayerNorm backward kernel; it wants mean/rstd in the dtype its forward returns:
     float32 for half inputs on CUDA or with a float32 gain, the input's dtype otherwise."""
@@ -85,12 +97,12 @@ def _ln_forward(x, eps, numerics, w=None, b=None):
     of the kernel identity (c None when a = r)."""
     n = x.shape[-1]
     if numerics == "paper":
-        y, mean, rstd = torch.native_layer_norm(x, (n,), w, b, eps)
+        y, mean, rstd = torch.native_layer_norm(x, (n,), _unit(x) if w is None else w, b, eps)
         return y, mean, rstd, rstd, None
     # official: sigma = unbiased std + eps. The kernel with eps' = tiny yields the mean and
     # 1/sqrt(var_biased) in one pass (x.std() costs ~30 passes on CPU); a per-row factor converts.
     tiny = torch.finfo(_stat_dtype(x)).tiny
-    y, mean, rb = torch.native_layer_norm(x, (n,), None, None, tiny)
+    y, mean, rb = torch.native_layer_norm(x, (n,), _unit(x), None, tiny)
     var = rb.pow(-2).sub_(tiny)
     std = var.masked_fill_(var <= 4 * tiny, 0.0).mul_(n / (n - 1)).sqrt_()  # 0, not ~1e-160
     rstd = 1.0 / (std + eps)
@@ -148,7 +160,8 @@ class _LayerNorm(torch.autograd.Function):
 def layer_norm(x, w=None, b=None, eps=1e-5, numerics="paper", detach_mean=False, detach_var=False):
     """LayerNorm / LN-simple / DetachNorm / detach-mean / detach-var, with the affine fused in."""
     if numerics == "paper" and not (detach_mean or detach_var):
-        return F.layer_norm(x, (x.shape[-1],), w, b, eps)  # torch's kernel is this exact math
+        # torch's kernel is this exact math
+        return F.layer_norm(x, (x.shape[-1],), _unit(x) if w is None else w, b, eps)
     return _LayerNorm.apply(x, w, b, eps, numerics, detach_mean, detach_var)
 
 
@@ -317,7 +330,7 @@ class _Derf(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, alpha, shift, w, b):
         x = x.contiguous()
-        t = torch.addcmul(shift, x, alpha).erf_()
+        t = torch.mul(x, alpha).add_(shift).erf_()  # (addcmul with (1,) operands is slower)
         z = t if w is None else torch.addcmul(b, t, w) if b is not None else t * w
         ctx.has_wb = (w is not None, b is not None)
         ctx.save_for_backward(x, alpha, shift, w, t)
@@ -333,7 +346,7 @@ class _Derf(torch.autograd.Function):
         db = _col_sum(g) if has_b and needs[4] else None
         h = torch.mul(g, t)  # the one temporary: g erf(u) for dL/dw, then dL/du
         dw = _col_sum(h) if has_w and needs[3] else None
-        torch.addcmul(shift, x, alpha, out=h).square_().neg_().exp_().mul_(g)  # exp(-u^2) g
+        torch.mul(x, alpha, out=h).add_(shift).square_().neg_().exp_().mul_(g)  # exp(-u^2) g
         scale = 2 / math.sqrt(math.pi)  # erf'(u) = 2/sqrt(pi) exp(-u^2)
         h.mul_(w * scale if has_w else scale)
         dalpha = torch.dot(h.reshape(-1), x.reshape(-1)).reshape(alpha.shape) if needs[1] else None

@@ -37,7 +37,8 @@ class Norm(nn.Module):
         if self.channels_first:
             x = x.movedim(1, -1)
         if x.shape[-1] != self.dim:
-            raise ValueError(f"{type(self).__name__}(dim={self.dim}) got a tensor with {x.shape[-1]} features")
+            raise ValueError(f"{type(self).__name__}(dim={self.dim}) got a tensor with {x.shape[-1]} "
+                             "features")
         y = self.fused(x) if self.impl == "fused" else self.reference(x)
         return y.movedim(-1, 1) if self.channels_first else y
 

@@ -1,0 +1,183 @@
+"""Training-step overhead: normlab's Trainer._step against a bare PyTorch loop, same model and batch.
+
+    python scripts/bench_step.py                          # RT, mini scale, the sweep's norms
+    python scripts/bench_step.py --task sst2 --out results/bench/step.md
+
+For each norm, one model is built from the task config and copied: the copy trains in a bare
+loop (``loss = cross_entropy(model(tokens), labels); zero_grad; backward; Adam step; LR
+scheduler step``), the original through ``Trainer._step`` (built as the runner builds it: its
+optimizer, scheduler, the task's loss). Each round feeds the same batch to both, in alternating
+order; the overhead is the median over rounds of normlab's time over the bare loop's, minus 1.
+A third model with ``impl=reference`` norms shows what the fused norms save in a whole step.
+
+Also measured, with LayerNorm: a step with the gradient probe on (it runs every
+``task.train.probe_every`` steps), collating a batch (``train_batches(...)[i]``, done by the fit
+loop before each step), and deterministic algorithms (the runner's default) against torch's
+default. Clock and malloc as in bench_norms.py (one thread: thread CPU time; pinned glibc
+malloc unless --malloc default).
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from omegaconf import OmegaConf
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))
+from bench_norms import (load_average, machine, machine_block, markdown_table, median,  # noqa: E402
+                         pin_malloc, write)
+
+SWEEP_NORMS = "none,layernorm,layernorm_simple,detachnorm,detach_mean,detach_var,adanorm,rmsnorm,dyt"
+
+
+def compose(task: str, norm: str, scale: str, data_dir: Path, cache: Path, extra=()):
+    from hydra import compose as hydra_compose, initialize_config_dir
+    from normlab.config import resolve
+    overrides = [f"task={task}", f"norm={norm}", f"scale={scale}", "progress=false",
+                 f"paths.data_dir={data_dir}", f"paths.cache_dir={cache}", f"paths.root={cache}/runs", *extra]
+    with initialize_config_dir(config_dir=str(REPO / "configs"), version_base="1.3"):
+        return resolve(hydra_compose("train", overrides=overrides), overrides)
+
+
+class Setup:
+    """A task, a normlab Trainer and a bare copy of its model with a plain Adam + scheduler."""
+
+    def __init__(self, job, task, cache: Path, impl: str):
+        from normlab.config import train_config
+        from normlab.norms import norm_factory
+        from normlab.schedule import lr_lambda
+        from normlab.trainer import Trainer
+        self.t = train_config(OmegaConf.to_container(job.task.train, resolve=True))
+        self.t_plain = dataclasses.replace(self.t, probe_every=0)
+        torch.manual_seed(job.seed)
+        model = task.build_model(norm_factory(job.norm.name, **{**(job.norm.options or {}), "impl": impl}))
+        self.bare = copy.deepcopy(model).train()
+        self.trainer = Trainer(task, model.train(), self.t_plain, job.seed, cache / f"run-{impl}", None,
+                               torch.device("cpu"), progress=False)
+        t = self.t
+        self.opt = torch.optim.Adam(self.bare.parameters(), lr=t.lr, betas=tuple(t.betas), eps=t.adam_eps)
+        self.sched = torch.optim.lr_scheduler.LambdaLR(
+            self.opt, lr_lambda(t.schedule, t.warmup_steps, self.trainer.total_steps, t.warmup_init_ratio,
+                                t.min_lr_ratio))
+
+    def bare_step(self, batch):
+        tokens, labels = batch
+        loss = F.cross_entropy(self.bare(tokens), labels)
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        self.opt.step()
+        self.sched.step()
+
+    def normlab_step(self, batch, probe=False):
+        self.trainer.t = dataclasses.replace(self.t, probe_every=1) if probe else self.t_plain
+        self.trainer._step(batch)
+
+
+def timed(fn, *args) -> float:
+    clock = time.thread_time if torch.get_num_threads() == 1 else time.perf_counter
+    t0 = clock()
+    fn(*args)
+    return clock() - t0
+
+
+def rounds(fns: dict, batches, n: int, warmup: int = 3) -> dict:
+    """Per-round times of every fn on the same batch, the order rotating between rounds."""
+    out = {k: [] for k in fns}
+    keys = list(fns)
+    for r in range(n + warmup):
+        batch = batches[r % len(batches)]
+        for k in keys[r % len(keys):] + keys[:r % len(keys)]:
+            dt = timed(fns[k], batch)
+            if r >= warmup:
+                out[k].append(dt)
+    return out
+
+
+def ratio(a, b) -> float:
+    return median([x / y for x, y in zip(a, b)])
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--task", default="rt")
+    ap.add_argument("--scale", default="mini")
+    ap.add_argument("--norms", default=SWEEP_NORMS)
+    ap.add_argument("--rounds", type=int, default=25)
+    ap.add_argument("--batches", type=int, default=8, help="distinct training batches cycled through")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (the sweep runs one per job)")
+    ap.add_argument("--malloc", choices=["pinned", "default"], default="pinned")
+    ap.add_argument("--data", default=os.environ.get("NORMLAB_DATA", str(REPO.parent / "shared" / "data")))
+    ap.add_argument("--out")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    info = machine()
+    info["glibc malloc"] = "pinned thresholds" if args.malloc == "pinned" and pin_malloc() else "default"
+    from normlab.tasks import get_task_class
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench_step_"))
+    rows, extra_rows, notes = [], [], []
+    task = None
+    for norm in args.norms.split(","):
+        job = compose(args.task, norm, args.scale, Path(args.data), tmp)
+        torch.use_deterministic_algorithms(bool(job.deterministic), warn_only=True)  # as the runner
+        if task is None:
+            task = get_task_class(job.task.name)(job.task, Path(job.paths.data_dir) / job.task.name, tmp)
+            task.setup()
+            index = task.train_batches(0, job.seed)
+            batches = [index[i] for i in range(min(args.batches, len(index)))]
+            shape = tuple(batches[0][0].shape)
+            notes.append(f"task {job.task.name} ({task.data_info.get('source')} data), scale {args.scale}, "
+                         f"model {dict(job.task.model)}, {len(batches)} batches cycled (first {shape})")
+        fused, ref = Setup(job, task, tmp, "fused"), Setup(job, task, tmp, "reference")
+        t = rounds({"bare": fused.bare_step, "normlab": fused.normlab_step, "reference": ref.normlab_step},
+                   batches, args.rounds)
+        over = ratio(t["normlab"], t["bare"]) - 1
+        rows.append([f"`{norm}`", f"{median(t['bare']) * 1e3:.2f}", f"{median(t['normlab']) * 1e3:.2f}",
+                     f"{100 * over:+.1f}%" + (" **>5%**" if over > 0.05 else ""),
+                     f"{ratio(t['reference'], t['normlab']):.2f}"])
+        print(rows[-1], flush=True)
+        if norm == "layernorm":
+            extra_rows += extras(fused, index, batches, args.rounds, job)
+    report = "\n\n".join([
+        "# Training step: normlab loop vs a bare PyTorch loop", machine_block(info) +
+        f"\n- load average at end (1/5/15 min): {load_average()}", __doc__.split("\n\n", 2)[2].strip(),
+        "\n".join(f"- {n}" for n in notes),
+        markdown_table(["norm", "bare step ms", "normlab step ms", "normlab overhead",
+                        "step with impl=reference / fused"], rows),
+        "### Around the step (LayerNorm model)",
+        markdown_table(["what", "cost"], extra_rows)]) + "\n"
+    print(report)
+    if args.out:
+        write(args.out, report)
+
+
+def extras(s: Setup, index, batches, n: int, job) -> list:
+    t = rounds({"plain": s.normlab_step, "probe": lambda b: s.normlab_step(b, probe=True)}, batches, n)
+    probe = ratio(t["probe"], t["plain"])
+    every = s.t.probe_every
+    out = [["a step with the gradient probe / a plain step", f"{probe:.2f}x"]]
+    if every:
+        out.append([f"probe amortised over task.train.probe_every={every}",
+                    f"{100 * (probe - 1) / every:+.1f}%"])
+    collate = median([timed(index.__getitem__, i) for i in range(min(len(index), 3 * n))])
+    out.append(["collating one batch / a plain step", f"{100 * collate / median(t['plain']):.1f}%"])
+    det = {}
+    for flag in (True, False):
+        torch.use_deterministic_algorithms(flag, warn_only=True)
+        det[flag] = rounds({"bare": s.bare_step}, batches, n)["bare"]
+    torch.use_deterministic_algorithms(bool(job.deterministic), warn_only=True)
+    out.append(["bare step with deterministic algorithms / without", f"{ratio(det[True], det[False]):.2f}x"])
+    return out
+
+
+if __name__ == "__main__":
+    main()
