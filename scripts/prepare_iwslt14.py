@@ -41,6 +41,7 @@ SRC, TGT, LANG = "de", "en", "de-en"
 TEST_PARTS = ["IWSLT14.TED.dev2010", "IWSLT14.TEDX.dev2012", "IWSLT14.TED.tst2010", "IWSLT14.TED.tst2011",
               "IWSLT14.TED.tst2012"]
 _TOKENIZERS: dict = {}
+_FINAL_PERIOD = re.compile(r"^(\S+)\.$")
 
 
 def moses_tokenize(args: tuple[str, str]) -> str:
@@ -51,7 +52,14 @@ def moses_tokenize(args: tuple[str, str]) -> str:
     if lang not in _TOKENIZERS:
         from sacremoses import MosesTokenizer
         _TOKENIZERS[lang] = MosesTokenizer(lang=lang)
-    return _TOKENIZERS[lang].tokenize(line, escape=True, return_str=True, aggressive_dash_splits=False)
+    words = _TOKENIZERS[lang].tokenize(line, escape=True, return_str=True, aggressive_dash_splits=False).split(" ")
+    # tokenizer.perl (since 2017, which the released tmp/ files show: "... 1 .") splits the final
+    # period of the last word unconditionally; sacremoses 0.x still treats it as a possible
+    # non-breaking prefix ("zeile 1."). Runs of dots ("...") are left alone, as in the perl script.
+    last = _FINAL_PERIOD.match(words[-1])
+    if last and not set(words[-1]) <= {"."}:
+        words[-1] = last.group(1) + " ."
+    return " ".join(words)
 
 
 def tokenize_all(lines: list[str], lang: str, workers: int) -> list[str]:

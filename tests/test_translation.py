@@ -254,13 +254,13 @@ def _check_run(summary, run_dir, n_test):
 
 @pytest.mark.parametrize("norm", sorted(NORMS))
 def test_smoke_run_per_norm(norm, data_dir, tmp_path):
-    summary, run_dir = run_job(["task=iwslt14_de_en", "scale=smoke", f"norm={norm}"], tmp_path, data_dir)
+    summary, run_dir = run_job(["task=iwslt14_de_en", "scale=smoke", f"norm={norm}", "threads=1"], tmp_path, data_dir)
     _check_run(summary, run_dir, 16)
     assert summary["data"]["sizes"] == {"train": 256, "valid": 32, "test": 16}
 
 
 def test_smoke_run_iwslt15(data_dir, tmp_path):
-    summary, run_dir = run_job(["task=iwslt15_en_vi", "scale=smoke", "task.eval.valid_bleu=true",
+    summary, run_dir = run_job(["task=iwslt15_en_vi", "scale=smoke", "threads=1", "task.eval.valid_bleu=true",
                                 "task.train.select=metric"], tmp_path, data_dir)
     rows = _check_run(summary, run_dir, 16)
     assert all("bleu" in r for r in rows if r["split"] == "valid")

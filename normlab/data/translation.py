@@ -84,9 +84,9 @@ def choose_splits(root: Path, d, how: str) -> tuple[dict[str, str], str | None]:
         return dict(d.splits), None
     if not d.get("subset"):
         raise DataError(f"missing {train[0]} / {train[1]} (the train split). {how}")
-    note = (f"{d.get('subset_note') or 'documented subset'}: train={d.subset['train']}, "
-            f"valid={d.subset['valid']}, test={d.subset['test']} (no train split at {train[0]}; "
-            "not comparable with published numbers)")
+    listing = f"train={d.subset['train']}, valid={d.subset['valid']}, test={d.subset['test']}"
+    note = (f"{d.get('subset_note') or 'subset ' + listing} [no {train[0].relative_to(root)}: "
+            "not comparable with published numbers]")
     return dict(d.subset), note
 
 
