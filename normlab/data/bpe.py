@@ -10,6 +10,10 @@ interchangeable:
 - applying uses a BPE model whose vocabulary is the merges plus every character of the text being
   encoded, so a character never seen in training passes through unchanged, as subword-nmt does,
   instead of being dropped.
+``tokenizers`` breaks ties between equally frequent pairs in hash order, so two learnings on the
+same text can order tied merges differently (and, at the cut-off, pick different last merges).
+The learned merges are therefore cached on disk and shared by every run that reads the same
+files with the same options; the prepare script writes them as ``code`` for the same reason.
 """
 from __future__ import annotations
 

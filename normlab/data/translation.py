@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..tasks.base import DataError
-from .bpe import JointBPE, learn_cached, remove_bpe
+from .bpe import learn_cached
 from .cache import cached
 from .text import PAD, UNK, Ragged, Vocab
 

@@ -28,8 +28,8 @@ class TransformerSeq2Seq(nn.Module):
         super().__init__()
         self.pad, self.eos = pad, eos
         if share_all_embeddings and src_vocab != tgt_vocab:
-            raise ValueError(f"model.share_all_embeddings needs one joint vocabulary, got source {src_vocab} and "
-                             f"target {tgt_vocab} entries; set task.data.share_vocab=true or share_all_embeddings=false")
+            raise ValueError(f"model.share_all_embeddings needs one joint vocabulary, got {src_vocab} source and "
+                             f"{tgt_vocab} target entries; use task.data.share_vocab=true or no shared embeddings")
         self.src_embed = TokenEmbedding(src_vocab, cfg.d_model, pad, cfg.dropout, max_positions)
         self.tgt_embed = (self.src_embed if share_all_embeddings
                           else TokenEmbedding(tgt_vocab, cfg.d_model, pad, cfg.dropout, max_positions))

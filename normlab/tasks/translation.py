@@ -63,13 +63,17 @@ class TranslationTask(Task):
     def setup(self) -> None:
         c = self.cfg
         if c.train.get("select") == "metric" and not c.eval.valid_bleu:
-            raise ConfigError(f"task.train.select=metric selects on validation BLEU; set task.eval.valid_bleu=true "
-                              f"or task.train.select=loss (fairseq's checkpoint_best uses the loss)")
+            raise ConfigError("task.train.select=metric selects on validation BLEU; set task.eval.valid_bleu=true "
+                              "or task.train.select=loss (fairseq's checkpoint_best uses the loss)")
         self.corpus = load_corpus(self.data_dir, c.data, self.name, self.cache_dir, self.how)
         sv, tv = self.corpus.src_vocab, self.corpus.tgt_vocab
         if (sv.pad, sv.stoi[EOS]) != (tv.pad, tv.stoi[EOS]):
             raise DataError(f"source and target vocabularies must agree on <pad> and </s> ids for {self.name}")
         self.pad, self.eos = tv.pad, tv.stoi[EOS]
+        if c.model.get("share_all_embeddings") and sv.itos != tv.itos:
+            raise ConfigError(f"task.model.share_all_embeddings=true needs one joint vocabulary, but {self.name} has "
+                              f"{len(sv):,} source and {len(tv):,} target entries; set it to false or use "
+                              "task.data.vocab=bpe with task.data.share_vocab=true")
         self.bpe = c.data.get("vocab", "bpe") == "bpe"
         self.data_info = self.corpus.info
         self.max_pos = int(c.model.get("max_positions", 1024))
@@ -175,7 +179,7 @@ class TranslationTask(Task):
             atomic_write_bytes(Path(run_dir) / name, ("\n".join(lines) + "\n").encode())
         return {**out, "bleu": tok.score, "bleu_signature": tok_sig, "sacrebleu": det.score,
                 "sacrebleu_signature": f"{det_sig} (references Moses-detokenized)",
-                "bleu_precisions": [round(p, 2) for p in tok.precisions], "bleu_bp": round(tok.bp, 4),
+                "bleu_precisions": "/".join(f"{p:.1f}" for p in tok.precisions), "bleu_bp": round(tok.bp, 4),
                 "decode": f"beam={search.beam} lenpen={search.lenpen} max_len=min({search.max_len_a}*src+"
                           f"{search.max_len_b}, {search.max_len})", "decode_s": round(seconds, 2)}
 
