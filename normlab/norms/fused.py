@@ -3,8 +3,12 @@
 Written as chains of tensor ops (``functional.py``), a norm allocates a full-size tensor per op
 and autograd keeps most of them for backward. Here each variant allocates its output in forward
 and its input gradient in backward (AdaNorm, DyT and Derf one temporary more), works in place
-otherwise, and saves only what backward needs. No torch.compile: it would cost seconds in every
-process of a sweep, and these closed forms are within a pass or two of LayerNorm's kernel.
+otherwise, and saves only what backward needs. What torch's LayerNorm kernels can compute runs
+at their speed (LayerNorm, LN-simple, DetachNorm, detach-mean/var); every further op is one more
+pass over memory (RMSNorm and ScaleNorm two, AdaNorm four, DyT about seven, Derf an erf and an
+exp), which on CPU is what separates them from LayerNorm (results/bench/norms.md). No
+torch.compile: on the 2-core machine it took 47 s per process cold and 11 s with a warm cache,
+against runs of minutes.
 
 The heavy lifting is torch's own fused LayerNorm backward kernel, reused through one identity.
 With xh = (x - m) a, that kernel returns ``K(g; m, a) = a (g - mean(g) - xh mean(g xh))``.
@@ -35,16 +39,21 @@ def _stat_dtype(x: torch.Tensor) -> torch.dtype:
     return torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
 
 
-_UNIT: dict = {}
+_CONST: dict = {}
+
+
+def _const(x: torch.Tensor, value: float) -> torch.Tensor:
+    """A cached constant vector over x's features (a gain or bias for torch's kernels)."""
+    key = (x.shape[-1], x.dtype, x.device, value)
+    if key not in _CONST:
+        _CONST[key] = torch.full((x.shape[-1],), value, dtype=x.dtype, device=x.device)
+    return _CONST[key]
 
 
 def _unit(x: torch.Tensor) -> torch.Tensor:
-    """A cached gain of ones for x's feature size: torch's CPU LayerNorm forward kernel takes a
-    path ~2x faster with a gain than without one, and multiplying by 1 is exact."""
-    key = (x.shape[-1], x.dtype, x.device)
-    if key not in _UNIT:
-        _UNIT[key] = torch.ones(x.shape[-1], dtype=x.dtype, device=x.device)
-    return _UNIT[key]
+    """A gain of ones: torch's CPU LayerNorm forward kernel takes a path ~2x faster with a gain
+    than without one, and multiplying by 1 is exact."""
+    return _const(x, 1.0)
 
 
 def _ln_bwd(g, x, m, a, w, b, mask):
@@ -171,20 +180,24 @@ class _AdaNorm(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, C, k, eps, numerics):
         x = x.contiguous()
-        gain = x.new_full(x.shape[-1:], C) if C != 1.0 else None
+        gain = _const(x, C) if C != 1.0 else None
         z, mean, rstd, a, c = _ln_forward(x, eps, numerics, gain)  # z = C y
         z.addcmul_(z, z, value=-k / C)  # C y - (k/C) (C y)^2 = C y (1 - k y)
-        ctx.save_for_backward(x, mean, rstd * k, a, c, gain)
+        ctx.C, ctx.k = C, k
+        ctx.save_for_backward(x, mean, rstd, a, c)
         return z
 
     @staticmethod
     @once_differentiable
     def backward(ctx, g):
-        x, mean, rk, a, c, gain = ctx.saved_tensors
-        rk = rk.to(x.dtype)
-        # the one temporary: phi g / C = (1 - k y) g, with k y = x r k - m r k
-        u = torch.mul(x, -rk).add_(1.0 + mean.to(x.dtype) * rk).mul_(g)
-        dx, _, _ = _kernel_grad(u, x, mean, a, c, gain)  # C enters as the kernel's gain
+        x, mean, rstd, a, c = ctx.saved_tensors
+        C, k = ctx.C, ctx.k
+        # the one temporary: phi g / C = (1 - k y) g, with k y = x r k - m r k. (Recomputing
+        # 1 - k y with torch's forward kernel, gain -k and bias 1, is one pass but ~1.6x slower.)
+        rk = (rstd * k).to(x.dtype)
+        u = torch.mul(x, -rk).add_(1.0 + mean.to(x.dtype) * rk)
+        u.mul_(g)
+        dx, _, _ = _kernel_grad(u, x, mean, a, c, _const(x, C) if C != 1.0 else None)  # C as gain
         return dx, None, None, None, None
 
 
