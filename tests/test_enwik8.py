@@ -172,3 +172,19 @@ def test_smoke_run_per_norm(data_dir, tmp_path, norm):
     assert [r["step"] for r in rows if r["split"] == "valid"] == [3, 6]
     assert [r["split"] for r in rows].count("test") == 1
     assert all("bpc" in r for r in rows if r["split"] != "train")
+
+
+def test_paper_scale_is_the_transformer_xl_base_recipe(tmp_path):
+    from helpers import compose_cfg
+    from normlab.config import resolve
+    job = resolve(compose_cfg(["task=enwik8", "scale=paper", "norm=adanorm"], tmp_path), [])
+    m, t, d = job.task.model, job.task.train, job.task.data
+    assert (m.layers, m.d_model, m.heads, m.ffn_dim, m.dropout, m.attn_dropout) == (12, 512, 8, 2048, 0.1, 0.0)
+    assert m.normalize_before is False                       # Transformer-XL default: post-norm
+    assert (t.lr, list(t.betas), t.schedule, t.warmup_steps, t.clip_norm, t.max_steps) == (
+        2.5e-4, [0.9, 0.999], "cosine", 0, 0.25, 400_000)
+    assert (d.seq_len, d.batch_size, d.eval_bytes) == (512, 22, 0)
+    task = Enwik8Task(job.task, tmp_path, tmp_path)
+    model = task.build_model(norm_factory(job.norm.name, **job.norm.options))
+    body = sum(p.numel() for p in model.decoder.parameters())
+    assert body == 12 * (4 * (512 * 512 + 512) + 2 * 512 * 2048 + 2048 + 512)   # AdaNorm has no parameters
