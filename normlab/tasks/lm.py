@@ -5,7 +5,8 @@ from a seeded random offset in [0, seq_len), shuffles them and batches ``data.ba
 time, so an epoch sees every training byte once as a target and window edges move between epochs.
 
 Evaluation: contiguous, non-overlapping windows of ``data.eval_len`` that cover every byte of the
-split (or of its first ``data.eval_bytes``, labeled in data_info) exactly once (``normlab.data.enwik8.eval_windows``); the last window is shorter if needed.
+split (or of its first ``data.eval_bytes``, labeled in data_info) exactly once; the last window is
+shorter if needed (``normlab.data.enwik8.eval_windows``).
 BPC = (sum of the NLL in nats over every byte of the split) / (number of bytes) / ln 2.
 Without recurrence memory a byte near a window start has little context, so BPC here is higher
 than Transformer-XL's evaluation with a 2,100-byte memory would give the same model.
@@ -35,7 +36,8 @@ class Enwik8Task(Task):
         for key in ("seq_len", "eval_len", "batch_size", "eval_batch_size"):
             if int(d[key]) <= 0:
                 raise ConfigError(f"task.data.{key} must be positive, got {d[key]}")
-        longest, max_positions = max(int(d.seq_len), int(d.eval_len)), self.cfg.model.get("max_positions", 1024)
+        longest = max(int(d.seq_len), int(d.eval_len))
+        max_positions = self.cfg.model.get("max_positions", 1024)
         if longest > max_positions:  # checked here so a bad config fails before the run starts
             raise ConfigError(f"task.model.max_positions={max_positions} is shorter than the longest window "
                               f"({longest}, task.data.seq_len/eval_len); raise it")
@@ -43,12 +45,14 @@ class Enwik8Task(Task):
         # data.eval_bytes > 0 scores only the first eval_bytes of valid/test (a budget for small
         # scales on the full 5M-byte splits); 0 scores the whole split.
         cap = int(d.get("eval_bytes") or 0)
-        self.eval_bounds = {s: (a, b if not cap else min(b, a + cap)) for s, (a, b) in self.corpus.bounds.items()}
+        self.eval_bounds = {s: (a, min(b, a + cap) if cap else b) for s, (a, b) in self.corpus.bounds.items()}
         notes = [self.corpus.note] if self.corpus.note else []
         if any(self.eval_bounds[s] != self.corpus.bounds[s] for s in ("valid", "test")):
-            notes.append(f"valid/test BPC over the first {cap:,} bytes of each split only (task.data.eval_bytes)")
-        self.data_info = {"source": "real", "subset": "; ".join(notes) or None, "file": str(self.corpus.source),
-                          "sizes": self.corpus.sizes(), "vocab": VOCAB, "unit": "bytes",
+            notes.append(f"valid/test BPC over the first {cap:,} bytes of each split only "
+                         "(task.data.eval_bytes)")
+        self.data_info = {"source": "real", "subset": "; ".join(notes) or None,
+                          "file": str(self.corpus.source), "sizes": self.corpus.sizes(), "vocab": VOCAB,
+                          "unit": "bytes",
                           "eval_bytes": {s: self.eval_bounds[s][1] - self.eval_bounds[s][0]
                                          for s in ("valid", "test")}}
 

@@ -44,7 +44,8 @@ class MNISTTask(Task):
         # it is stated in every output.
         cap = int(d.get("eval_size") or 0)
         if cap:
-            self.splits = {s: (x[:cap], y[:cap]) if s != "train" else (x, y) for s, (x, y) in self.splits.items()}
+            self.splits = {s: (x, y) if s == "train" else (x[:cap], y[:cap])
+                           for s, (x, y) in self.splits.items()}
             note += f"; valid/test accuracy on their first {cap:,} images only (task.data.eval_size)"
         self.data_info = {"source": "real", "sizes": {s: len(v[1]) for s, v in self.splits.items()},
                           "subset": note}
