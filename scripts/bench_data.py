@@ -8,8 +8,9 @@ times what the runner does with data before training: ``task.setup()`` (read the
 tokenize, build the vocabulary and tensors, or load them from the cache) and the first epoch's
 batch index (``train_batches(0, seed)``, which the Trainer builds at start). The first start uses
 an empty cache directory; the second starts reuse it. Reported: wall and process-CPU seconds,
-the second start as a percentage of the first (target <= 10%), the cache file's size, and the
-bytes and types the task holds its splits in.
+the second start as a percentage of the first (target <= 10%), how long loading the cache file
+takes with torch.load(weights_only=True) (what normlab.data.cache does) and with the full
+unpickler, the cache file's size, and the bytes and types the task holds its splits in.
 """
 from __future__ import annotations
 
@@ -45,9 +46,18 @@ def child(task_name: str, scale: str, data: str, cache: str) -> dict:
         tensors = [t for t in _tensors(value)]
         held[split] = {"bytes": sum(t.numel() * t.element_size() for t in tensors),
                        "types": sorted({type(v).__name__ for v in _leaves(value)})}
+    # where a cache hit goes: the cache file through torch.load's restricted (weights_only)
+    # unpickler, as normlab.data.cache loads it, and through the full one
+    loads = {}
+    for weights_only in (True, False):
+        t0 = time.perf_counter()
+        for f in Path(cache).glob("*.pt"):
+            torch.load(f, map_location="cpu", weights_only=weights_only)
+        loads[weights_only] = time.perf_counter() - t0
     return {"setup_wall": w1 - w0, "setup_cpu": c1 - c0, "batches_wall": w2 - w1, "batches_cpu": c2 - c1,
             "n_batches": len(batches), "first_batch": list(first[0].shape), "held": held,
-            "sizes": task.data_info.get("sizes"), "source": task.data_info.get("source")}
+            "sizes": task.data_info.get("sizes"), "source": task.data_info.get("source"),
+            "load_weights_only": loads[True], "load_full": loads[False]}
 
 
 def _leaves(value):
@@ -109,13 +119,15 @@ def main(argv=None):
                      f"{100 * sc / total(first, 'cpu'):.1f}%",
                      f"{median([r['setup_wall'] for r in seconds]):.3f} + "
                      f"{median([r['batches_wall'] for r in seconds]):.3f}",
-                     f"{cache_mb:.1f}"])
+                     f"{median([r['load_weights_only'] for r in seconds]):.3f} / "
+                     f"{median([r['load_full'] for r in seconds]):.3f}", f"{cache_mb:.1f}"])
         for split, h in first["held"].items():
             held_rows.append([f"`{task}`", split, f"{h['bytes'] / 2**20:.2f}", ", ".join(h["types"])])
         print(rows[-1], flush=True)
     header = ["task", "data (source, sizes)", "first start s (wall / cpu)",
               "second start s (wall / cpu, median)", "second / first (wall)", "second / first (cpu)",
-              "second: setup + batch index s (wall)", "cache MiB"]
+              "second: setup + batch index s (wall)", "cache torch.load s (weights_only / full)",
+              "cache MiB"]
     info["load average at end (1/5/15 min)"] = load_average()
     report = "\n\n".join([
         "# Data time: first start vs second start (cache hit)", machine_block(info),
