@@ -7,7 +7,8 @@ Each round times every candidate once, in a shuffled order, so that load from ot
 hits all of them alike; a candidate's time ratio is the median over rounds of its time divided by
 torch.nn.LayerNorm's time in the same round. One fwd+bwd is ``y = norm(x)`` then
 ``torch.autograd.grad(y, [x, *params], g)``. "fused" is normlab's default fast path,
-"reference" the plain autograd math (impl="reference").
+"reference" the plain autograd math (impl="reference"); ``name[official]`` rows use
+numerics="official" (unbiased std, divided by std + eps, as lancopku/AdaNorm's code).
 
 With one torch thread the clock is the CPU time of the benchmarking thread, so time spent
 descheduled by other processes is not counted (wall time varies 5x on a shared machine).
@@ -22,8 +23,10 @@ Peak memory is the most bytes held, at any point of one fwd+bwd, by tensors crea
 (the output, what autograd saves, gradients, temporaries), not counting x, g and the parameters.
 On CPU it is tracked per operator with a dispatch mode, so it is exact and noise-free but does
 not see scratch space inside a kernel; on CUDA it is torch.cuda.max_memory_allocated.
-The last column checks the fast path against the reference: the largest difference of output or
-input gradient, relative to the largest magnitude of the reference's.
+The "fused vs reference" column checks the fast path against the reference: the largest
+difference of output or input gradient, relative to the largest magnitude of the reference's.
+On a shared machine (see the load average) repeated runs have moved single ratios by up to 0.1
+at the two large shapes and 0.25 at 4096x64; compare rows of one table, not across tables.
 """
 from __future__ import annotations
 
