@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -103,10 +104,12 @@ def main(argv=None):
     rows, held_rows = [], []
     for task in args.tasks.split(","):
         cache = Path(tempfile.mkdtemp(prefix=f"bench_data_{task}_"))
-        first = start(task, args.scale, args.data, cache)
-        seconds = [start(task, args.scale, args.data, cache) for _ in range(args.repeats)]
-        files = sorted(cache.glob("*.pt"))
-        cache_mb = sum(f.stat().st_size for f in files) / 2**20
+        try:
+            first = start(task, args.scale, args.data, cache)
+            seconds = [start(task, args.scale, args.data, cache) for _ in range(args.repeats)]
+            cache_mb = sum(f.stat().st_size for f in cache.glob("*.pt")) / 2**20
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
 
         def total(r, kind):
             return r[f"setup_{kind}"] + r[f"batches_{kind}"]

@@ -22,6 +22,7 @@ import argparse
 import copy
 import dataclasses
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -121,9 +122,18 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     info = machine()
     info["glibc malloc"] = "pinned thresholds" if args.malloc == "pinned" and pin_malloc() else "default"
-    from normlab.tasks import get_task_class
-
     tmp = Path(tempfile.mkdtemp(prefix="bench_step_"))
+    try:
+        report = measure(args, tmp, info)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(report)
+    if args.out:
+        write(args.out, report)
+
+
+def measure(args, tmp: Path, info: dict) -> str:
+    from normlab.tasks import get_task_class
     rows, extra_rows, notes = [], [], []
     task = None
     for norm in args.norms.split(","):
@@ -155,9 +165,7 @@ def main(argv=None):
                         "step with impl=reference / fused"], rows),
         "### Around the step (LayerNorm model)",
         markdown_table(["what", "cost"], extra_rows)]) + "\n"
-    print(report)
-    if args.out:
-        write(args.out, report)
+    return report
 
 
 def extras(s: Setup, index, batches, n: int, job) -> list:
