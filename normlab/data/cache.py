@@ -11,7 +11,7 @@ import torch
 
 from ..rundir import atomic_write_bytes
 
-CACHE_VERSION = 1  # bump when a reader's output changes, so stale caches are rebuilt
+CACHE_VERSION = 2  # bump when a reader's output changes, so stale caches are rebuilt
 
 
 def cache_key(files: list[Path], options: dict) -> str:

@@ -25,7 +25,8 @@ def grad_stats(g: torch.Tensor, channels_first: bool = False) -> dict[str, float
     g = g.reshape(-1, g.shape[-1])
     m = g.mean(-1)
     v = g.var(-1, unbiased=False)
-    return {"mean": m.mean().item(), "absmean": m.abs().mean().item(), "var": v.mean().item()}
+    mean, absmean, var = torch.stack([m.mean(), m.abs().mean(), v.mean()]).tolist()  # one sync, not three
+    return {"mean": mean, "absmean": absmean, "var": var}
 
 
 class GradProbe:
