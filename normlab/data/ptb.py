@@ -1,18 +1,10 @@
-"""Penn Treebank dependency data: readers for CoNLL-X/U, Malt-TAB (.dp) and bracketed .mrg trees.
+"""Penn Treebank dependency data: readers for CoNLL-X/U, Malt-TAB (.dp) and bracketed .mrg trees,
+and the train/valid/test splits by file.
 
 Every reader returns ``Sentence``s whose heads were validated (a head outside the sentence, no
 root, or a cycle raises DataError naming the file and line). Several roots are allowed by the
 readers (some conversions have them); the parser's oracle skips such trees (transitions.py).
-
-``.mrg`` constituency trees become dependencies in four documented steps:
-1. ``-NONE-`` leaves (traces, null elements) are removed, then constituents left empty;
-2. function tags and indices are stripped from phrase labels (``NP-SBJ-1`` -> ``NP``,
-   ``PP-LOC=2`` -> ``PP``); POS tags such as ``-LRB-`` are kept as they are;
-3. each constituent's head child is picked with Collins' (1999, appendix A) head table, including
-   his special NP rule and his coordination rule (a head preceded by CC moves to the conjunct
-   before the CC); where no rule matches, the first/last non-punctuation child is the head;
-4. the head word of every non-head child depends on the head word of its parent constituent.
-The result is unlabeled (relation labels are not part of the Collins table) and projective.
+``.mrg`` constituency trees become dependencies through Collins' head rules (ptb_heads.py).
 """
 from __future__ import annotations
 
@@ -22,6 +14,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..tasks.base import DataError
+from .ptb_heads import HEAD_RULES, head_child, mrg_dependencies  # noqa: F401 (head rules stay importable from here)
 
 # Excluded from UAS/LAS, as in Chen & Manning (2014) and the CoNLL-X English setups: the PTB
 # punctuation tags (quotes, comma, period, colon); ``PUNCT`` covers CoNLL-U files with UPOS only.
@@ -88,20 +81,32 @@ def _finish(rows: list, path, out: list[Sentence]) -> None:
                         f"{path}:{lines[0]}"))
 
 
-def read_conll(path) -> list[Sentence]:
-    """CoNLL-X or CoNLL-U: ID FORM LEMMA CPOS/UPOS POS/XPOS FEATS HEAD DEPREL ...
+def _read_sentences(path, row) -> list[Sentence]:
+    """The sentences of a file with one token a line and blank lines between sentences.
 
-    The fine PTB tag (column 5) is used, or column 4 where column 5 is ``_``. CoNLL-U comment
-    lines, multiword-token ranges (``3-4``) and empty nodes (``5.1``) are skipped.
+    ``row(ln, raw, rows)`` turns line ``ln`` into a (line, form, tag, head, label) tuple, or None
+    to skip it; ``rows`` holds the rows of the sentence so far.
     """
     out, rows = [], []
     for ln, raw in enumerate(_lines(path), 1):
         if not raw.strip():
             _finish(rows, path, out)
             rows = []
-            continue
+        elif (r := row(ln, raw, rows)) is not None:
+            rows.append(r)
+    _finish(rows, path, out)
+    return out
+
+
+def read_conll(path) -> list[Sentence]:
+    """CoNLL-X or CoNLL-U: ID FORM LEMMA CPOS/UPOS POS/XPOS FEATS HEAD DEPREL ...
+
+    The fine PTB tag (column 5) is used, or column 4 where column 5 is ``_``. CoNLL-U comment
+    lines, multiword-token ranges (``3-4``) and empty nodes (``5.1``) are skipped.
+    """
+    def row(ln: int, raw: str, rows: list):
         if raw.startswith("#") and not rows:
-            continue
+            return None
         cols = raw.split("\t")
         if len(cols) < 8:
             cols = raw.split()
@@ -109,194 +114,34 @@ def read_conll(path) -> list[Sentence]:
             raise DataError(f"{path}:{ln}: {len(cols)} columns, but CoNLL-X/U lines have 10 tab-separated "
                             "columns (ID FORM LEMMA CPOS POS FEATS HEAD DEPREL PHEAD PDEPREL)")
         if "-" in cols[0] or "." in cols[0]:
-            continue
+            return None
         idx = _int(cols[0], path, ln, "ID")
         if idx != len(rows) + 1:
             raise DataError(f"{path}:{ln}: token ID {idx}, expected {len(rows) + 1} (IDs count 1, 2, ... "
                             "within a sentence; is a blank line between sentences missing?)")
         tag = cols[4] if cols[4] != "_" else cols[3]
-        rows.append((ln, cols[1], tag, _int(cols[6], path, ln, "HEAD"), cols[7]))
-    _finish(rows, path, out)
-    return out
+        return ln, cols[1], tag, _int(cols[6], path, ln, "HEAD"), cols[7]
+
+    return _read_sentences(path, row)
 
 
 def read_malt_tab(path) -> list[Sentence]:
     """Malt-TAB (the NLTK ``.dp`` files): ``form POS head [label]``, blank line between sentences."""
-    out, rows = [], []
-    for ln, raw in enumerate(_lines(path), 1):
-        if not raw.strip():
-            _finish(rows, path, out)
-            rows = []
-            continue
+    def row(ln: int, raw: str, rows: list):
         cols = raw.split("\t")
         if len(cols) not in (3, 4):
             raise DataError(f"{path}:{ln}: {len(cols)} tab-separated columns, but Malt-TAB lines have 3 "
                             "(form, POS, head) or 4 (plus a relation label)")
-        rows.append((ln, cols[0], cols[1], _int(cols[2], path, ln, "head"), cols[3] if len(cols) == 4 else None))
-    _finish(rows, path, out)
-    return out
+        return ln, cols[0], cols[1], _int(cols[2], path, ln, "head"), cols[3] if len(cols) == 4 else None
 
-
-# --- bracketed constituency trees ----------------------------------------------------------------
-
-# Collins (1999), appendix A: label -> (search direction, priority list). "left" scans the
-# children left to right for the first label of the list, then the second, ...; "right" scans
-# right to left. NP has its own rule (_np_head).
-HEAD_RULES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "ADJP": ("left", ("NNS", "QP", "NN", "$", "ADVP", "JJ", "VBN", "VBG", "ADJP", "JJR", "NP", "JJS", "DT",
-                      "FW", "RBR", "RBS", "SBAR", "RB")),
-    "ADVP": ("right", ("RB", "RBR", "RBS", "FW", "ADVP", "TO", "CD", "JJR", "JJ", "IN", "NP", "JJS", "NN")),
-    "CONJP": ("right", ("CC", "RB", "IN")),
-    "FRAG": ("right", ()),
-    "INTJ": ("left", ()),
-    "LST": ("right", ("LS", ":")),
-    "NAC": ("left", ("NN", "NNS", "NNP", "NNPS", "NP", "NAC", "EX", "$", "CD", "QP", "PRP", "VBG", "JJ", "JJS",
-                     "JJR", "ADJP", "FW")),
-    "PP": ("right", ("IN", "TO", "VBG", "VBN", "RP", "FW")),
-    "PRN": ("left", ()),
-    "PRT": ("right", ("RP",)),
-    "QP": ("left", ("$", "IN", "NNS", "NN", "JJ", "RB", "DT", "CD", "NCD", "QP", "JJR", "JJS")),
-    "RRC": ("right", ("VP", "NP", "ADVP", "ADJP", "PP")),
-    "S": ("left", ("TO", "IN", "VP", "S", "SBAR", "ADJP", "UCP", "NP")),
-    "SBAR": ("left", ("WHNP", "WHPP", "WHADVP", "WHADJP", "IN", "DT", "S", "SQ", "SINV", "SBAR", "FRAG")),
-    "SBARQ": ("left", ("SQ", "S", "SINV", "SBARQ", "FRAG")),
-    "SINV": ("left", ("VBZ", "VBD", "VBP", "VB", "MD", "VP", "S", "SINV", "ADJP", "NP")),
-    "SQ": ("left", ("VBZ", "VBD", "VBP", "VB", "MD", "VP", "SQ")),
-    "UCP": ("right", ()),
-    "VP": ("left", ("TO", "VBD", "VBN", "MD", "VBZ", "VB", "VBG", "VBP", "VP", "ADJP", "NN", "NNS", "NP")),
-    "WHADJP": ("left", ("CC", "WRB", "JJ", "ADJP")),
-    "WHADVP": ("right", ("CC", "WRB")),
-    "WHNP": ("left", ("WDT", "WP", "WP$", "WHADJP", "WHPP", "WHNP")),
-    "WHPP": ("right", ("IN", "TO", "FW")),
-}
-# Punctuation never heads a constituent when the fallback picks the first/last child.
-_TREE_PUNCT = frozenset({"``", "''", ",", ".", ":", "-LRB-", "-RRB-"})
-
-
-class _Node:
-    __slots__ = ("label", "children", "index")
-
-    def __init__(self, label: str, children: list, index: int = 0):
-        self.label, self.children, self.index = label, children, index  # index: 1-based leaf position
-
-
-def _parse_trees(path) -> list[tuple[_Node, int]]:
-    """(tree, line) for each top-level bracketed tree of the file."""
-    text = "\n".join(_lines(path))
-    trees, stack, start_line, line = [], [], 0, 1
-    for m in re.finditer(r"\(|\)|[^\s()]+|\n", text):
-        tok = m.group()
-        if tok == "\n":
-            line += 1
-        elif tok == "(":
-            if not stack:
-                start_line = line
-            stack.append([None, []])
-        elif tok == ")":
-            if not stack:
-                raise DataError(f"{path}:{line}: unbalanced ')' (no open bracket)")
-            label, kids = stack.pop()
-            words = [k for k in kids if isinstance(k, str)]
-            if words and (len(kids) != 1 or label is None):
-                raise DataError(f"{path}:{line}: a leaf must look like (TAG word); got ({label} {' '.join(words)})")
-            node = _Node(label, kids[0]) if words else _Node(label or "", kids)
-            if stack:
-                stack[-1][1].append(node)
-            else:
-                trees.append((node, start_line))
-        elif not stack:
-            raise DataError(f"{path}:{line}: text {tok!r} outside any bracketed tree")
-        elif stack[-1][0] is None and not stack[-1][1]:
-            stack[-1][0] = tok
-        else:
-            stack[-1][1].append(tok)
-    if stack:
-        raise DataError(f"{path}:{start_line}: the tree starting here is not closed (missing ')')")
-    return trees
-
-
-def _clean(node: _Node) -> Optional[_Node]:
-    """Drop -NONE- leaves and emptied constituents; strip function tags from phrase labels."""
-    if isinstance(node.children, str):
-        return None if node.label == "-NONE-" else node
-    kids = [c for c in (_clean(k) for k in node.children) if c is not None]
-    if not kids:
-        return None
-    label = node.label if node.label.startswith("-") else re.split(r"[-=|]", node.label)[0]
-    return _Node(label, kids)
-
-
-def _first(labels: list[str], direction: str, group) -> Optional[int]:
-    """The first child (scanning from the left or the right) whose label is in ``group``."""
-    order = range(len(labels)) if direction == "left" else range(len(labels) - 1, -1, -1)
-    return next((i for i in order if labels[i] in group), None)
-
-
-def _edge(labels: list[str], direction: str) -> int:
-    """The first non-punctuation child from that side (the fallback when no rule matches)."""
-    h = _first(labels, direction, set(labels) - _TREE_PUNCT)
-    return h if h is not None else (0 if direction == "left" else len(labels) - 1)
-
-
-_NP_RULE = (("right", {"NN", "NNP", "NNPS", "NNS", "NX", "POS", "JJR"}), ("left", {"NP"}),
-            ("right", {"$", "ADJP", "PRN"}), ("right", {"CD"}), ("right", {"JJ", "JJS", "RB", "QP"}))
-
-
-def head_child(label: str, labels: list[str]) -> int:
-    """Index of the head child of a constituent ``label`` with child labels ``labels``."""
-    if len(labels) == 1:
-        return 0
-    if label in ("NP", "NX"):  # Collins' NP rule (NX, a nominal below NP, takes it too)
-        last = _edge(labels, "right")
-        candidates = [last] if labels[last] == "POS" else [_first(labels, d, g) for d, g in _NP_RULE] + [last]
-    else:
-        direction, wanted = HEAD_RULES.get(label, ("left", ()))
-        candidates = [_first(labels, direction, {w}) for w in wanted] + [_edge(labels, direction)]
-    h = next(i for i in candidates if i is not None)
-    if h >= 2 and labels[h - 1] == "CC" and labels[h - 2] not in _TREE_PUNCT:
-        h -= 2  # Collins' coordination rule: "X CC Y" is headed by X
-    return h
-
-
-def tree_to_sentence(tree: _Node, where: str) -> Sentence:
-    """A cleaned tree's dependency tree (heads from head_child)."""
-    words, tags, heads = [], [], {}
-
-    def leaves(node: _Node) -> None:
-        if isinstance(node.children, str):
-            words.append(node.children)
-            tags.append(node.label)
-            node.index = len(words)
-        else:
-            for k in node.children:
-                leaves(k)
-
-    def lexical_head(node: _Node) -> int:
-        if isinstance(node.children, str):
-            return node.index
-        kid_heads = [lexical_head(k) for k in node.children]
-        h = head_child(node.label, [k.label for k in node.children])
-        for i, kh in enumerate(kid_heads):
-            if i != h:
-                heads[kh] = kid_heads[h]
-        return kid_heads[h]
-
-    leaves(tree)
-    heads[lexical_head(tree)] = 0
-    return Sentence(words, tags, [heads[i] for i in range(1, len(words) + 1)], None, where)
+    return _read_sentences(path, row)
 
 
 def read_mrg(path) -> list[Sentence]:
-    """Bracketed PTB trees (``.mrg``), converted to unlabeled dependencies (module docstring)."""
+    """Bracketed PTB trees (``.mrg``), converted to unlabeled dependencies (ptb_heads.py)."""
     out = []
-    for tree, line in _parse_trees(path):
-        # PTB files wrap each tree in an unlabeled bracket: ( (S ...) ).
-        while not tree.label and not isinstance(tree.children, str) and len(tree.children) == 1:
-            tree = tree.children[0]
-        cleaned = _clean(tree)
-        if cleaned is None:
-            continue  # a tree of empty elements only has no words to parse
-        sent = tree_to_sentence(cleaned, f"{path}:{line}")
+    for words, tags, heads, line in mrg_dependencies("\n".join(_lines(path)), path):
+        sent = Sentence(words, tags, heads, None, f"{path}:{line}")
         check_heads(sent.heads, path, [line] * len(sent.heads))
         out.append(sent)
     return out

@@ -2,7 +2,7 @@
 
 Data (``task.data.format``, folder = <data root>/ptb):
 - ``dp`` (default): the NLTK dependency treebank, Malt-TAB ``.dp`` files under ``dp_dir``;
-- ``mrg``: bracketed trees under ``mrg_dir``, converted with Collins' head rules (data/ptb.py);
+- ``mrg``: bracketed trees under ``mrg_dir``, converted with Collins' head rules (data/ptb_heads.py);
 - ``conll``: CoNLL-X/U files, one per split (``conll_files``), as converted WSJ is distributed.
 ``dp``/``mrg`` are split by file name (``split``: auto, sample or wsj; see ptb.split_by_file).
 
