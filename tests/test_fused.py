@@ -1,4 +1,4 @@
-"""The fast paths (impl="fused", normlab/norms/fused.py) against the plain reference math
+"""The fast paths (impl="fused", normlab/norms/fused*.py) against the plain reference math
 (impl="reference", functional.py): outputs, input gradients (detached ones included) and
 parameter gradients, in float64 and float32, both numerics, channels-last and channels-first.
 

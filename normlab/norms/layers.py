@@ -3,10 +3,10 @@
 Every module normalizes over the last dimension, or over dim 1 of a channels-first tensor
 (N, C, ...) when built with ``channels_first=True`` (the MNIST CNN).
 
-``impl="fused"`` (the default) runs the variant's fast path from ``fused.py`` (affine included);
-``impl="reference"`` runs the plain math of ``functional.py`` through autograd. Both compute the
-same function and gradients; the reference is what tests and benchmarks compare against, and
-it supports double backward.
+``impl="fused"`` (the default) runs the variant's fast path from ``fused.py`` (DyT and Derf:
+``fused_elementwise.py``), affine included; ``impl="reference"`` runs the plain math of
+``functional.py`` through autograd. Both compute the same function and gradients; the reference
+is what tests and benchmarks compare against, and it supports double backward.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from . import functional as F
-from . import fused
+from . import fused, fused_elementwise
 
 IMPLS = ("fused", "reference")
 
@@ -146,7 +146,7 @@ class DyT(Norm):
         return F.dyt(x, self.alpha)
 
     def fused(self, x):
-        return fused.dyt(x, self.alpha, self.weight, self.bias)
+        return fused_elementwise.dyt(x, self.alpha, self.weight, self.bias)
 
 
 class Derf(Norm):
@@ -159,7 +159,7 @@ class Derf(Norm):
         return F.derf(x, self.alpha, self.shift)
 
     def fused(self, x):
-        return fused.derf(x, self.alpha, self.shift, self.weight, self.bias)
+        return fused_elementwise.derf(x, self.alpha, self.shift, self.weight, self.bias)
 
 
 class BatchNorm(Norm):

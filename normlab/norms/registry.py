@@ -1,6 +1,6 @@
 """NORMS: the one registry of norm variants, and build_norm, the one construction point.
 
-Every factory takes ``impl``: "fused" (default, the fast path of fused.py) or "reference" (the
+Every factory takes ``impl``: "fused" (default, the fast path of fused*.py) or "reference" (the
 plain autograd math of functional.py), e.g. ``norm.options.impl=reference`` on the command line.
 """
 from __future__ import annotations
