@@ -2,15 +2,17 @@
 
 A task knows its data (read from the dataset's released format under ``data_dir``), builds its
 model from a norm factory, computes its training loss, and evaluates its metric. Adding a task is
-one module implementing this class plus one ``configs/task/<name>.yaml``.
+one module implementing this class plus one ``configs/task/<name>.yaml``. ``classification_eval``
+is the evaluation loop that the text classification and MNIST tasks share.
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ..models.transformer import NormFactory
@@ -71,3 +73,15 @@ def to_device(batch: Any, device: torch.device) -> Any:
     if isinstance(batch, (list, tuple)):
         return type(batch)(to_device(v, device) for v in batch)
     return batch
+
+
+def classification_eval(model: nn.Module, batches: Iterable, device: torch.device) -> dict[str, float]:
+    """{"loss": mean cross-entropy, "acc": accuracy in %} over (inputs, labels) batches."""
+    total, correct, n = 0.0, 0, 0
+    for inputs, labels in batches:
+        inputs, labels = inputs.to(device), labels.to(device)
+        logits = model(inputs)
+        total += F.cross_entropy(logits, labels, reduction="sum").item()
+        correct += (logits.argmax(-1) == labels).sum().item()
+        n += labels.numel()
+    return {"loss": total / n, "acc": 100.0 * correct / n}

@@ -11,7 +11,7 @@ from ..data.cache import cached
 from ..data.text import Ragged, Vocab, tokenize
 from ..models.classifier import TransformerClassifier
 from ..models.transformer import NormFactory, TransformerConfig
-from .base import DataError, Task
+from .base import DataError, Task, classification_eval
 
 
 class ClassificationTask(Task):
@@ -75,15 +75,7 @@ class ClassificationTask(Task):
         return F.cross_entropy(model(tokens), labels), labels.numel()
 
     def evaluate(self, model, split):
-        total, correct, n = 0.0, 0, 0
-        device = next(model.parameters()).device
-        for tokens, labels in self._batches(split):
-            tokens, labels = tokens.to(device), labels.to(device)
-            logits = model(tokens)
-            total += F.cross_entropy(logits, labels, reduction="sum").item()
-            correct += (logits.argmax(-1) == labels).sum().item()
-            n += labels.numel()
-        return {"loss": total / n, "acc": 100.0 * correct / n}
+        return classification_eval(model, self._batches(split), next(model.parameters()).device)
 
 
 class RTTask(ClassificationTask):

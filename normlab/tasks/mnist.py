@@ -14,7 +14,7 @@ from ..data.batching import LazyBatches, epoch_generator
 from ..data.cache import cached
 from ..models.cnn import MNISTCNN
 from ..models.transformer import NormFactory
-from .base import Task
+from .base import Task, classification_eval
 
 MEAN, STD = 0.1307, 0.3081
 
@@ -69,12 +69,5 @@ class MNISTTask(Task):
         return F.cross_entropy(model(x), y), y.numel()
 
     def evaluate(self, model, split):
-        device = next(model.parameters()).device
-        total, correct, n = 0.0, 0, 0
-        for x, y in self._batches(split, int(self.cfg.data.eval_batch_size)):
-            x, y = x.to(device), y.to(device)
-            logits = model(x)
-            total += F.cross_entropy(logits, y, reduction="sum").item()
-            correct += (logits.argmax(-1) == y).sum().item()
-            n += y.numel()
-        return {"loss": total / n, "acc": 100.0 * correct / n}
+        batches = self._batches(split, int(self.cfg.data.eval_batch_size))
+        return classification_eval(model, batches, next(model.parameters()).device)
