@@ -3,6 +3,8 @@
 the number of failed jobs. Re-running the sweep skips finished jobs and retries failed ones."""
 import math
 
+import pytest
+
 from helpers import run_cli
 from normlab.rundir import read_curves, read_json
 
@@ -12,6 +14,7 @@ SWEEP = ["hydra.mode=MULTIRUN", "task=synthetic_cls", "scale=smoke", "threads=1"
 FAULTS = "raise:step:2:/rmsnorm/,nan:loss:4:/dyt/"
 
 
+@pytest.mark.slow  # a full multi-job sweep (minutes): make test-slow
 def test_sweep_survives_crash_divergence_and_bad_input(tmp_path, monkeypatch):
     monkeypatch.setenv("NORMLAB_FAULT", FAULTS)
     out = run_cli(SWEEP, tmp_path, check=False)
