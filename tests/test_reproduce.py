@@ -59,7 +59,6 @@ def reproduce(args, cwd, data_dir, timeout=600):
                           capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.mark.slow  # a full multi-job sweep (minutes): make test-slow
 def test_smoke_reproduction_writes_every_output_and_shows_divergence(tmp_path, data_dir):
     # A run forced to diverge (huge learning rate), placed where the grid expects it: the sweep
     # skips it as finished and the tables must show it as Diverge, never as a number.

@@ -14,7 +14,6 @@ SWEEP = ["hydra.mode=MULTIRUN", "task=synthetic_cls", "scale=smoke", "threads=1"
 FAULTS = "raise:step:2:/rmsnorm/,nan:loss:4:/dyt/"
 
 
-@pytest.mark.slow  # a full multi-job sweep (minutes): make test-slow
 def test_sweep_survives_crash_divergence_and_bad_input(tmp_path, monkeypatch):
     monkeypatch.setenv("NORMLAB_FAULT", FAULTS)
     out = run_cli(SWEEP, tmp_path, check=False)
