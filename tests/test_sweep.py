@@ -3,8 +3,6 @@
 the number of failed jobs. Re-running the sweep skips finished jobs and retries failed ones."""
 import math
 
-import pytest
-
 from helpers import run_cli
 from normlab.rundir import read_curves, read_json
 
