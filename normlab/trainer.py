@@ -6,6 +6,7 @@ moment and restarted produces the same curves as one that never stopped (CPU, de
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import signal
@@ -205,9 +206,7 @@ class Trainer:
         batch = to_device(batch, self.device)
         if d.enabled:
             batch, real = self.shard(batch, d.rank, d.world)
-        if probe:
-            probe.__enter__()
-        try:
+        with probe if probe else contextlib.nullcontext():  # hooks only on probed steps
             loss, units = self.task.loss(self.model, batch)
             if self.faults:
                 loss = self._fault("loss", st.step + 1, loss)
@@ -225,9 +224,6 @@ class Trainer:
                                f"{t.diverge_loss})")
             self.opt.zero_grad(set_to_none=True)
             (loss if weight is None else loss * weight).backward()
-        finally:
-            if probe:
-                probe.__exit__(None, None, None)
         if t.clip_norm:
             torch.nn.utils.clip_grad_norm_(self.module.parameters(), t.clip_norm)
         self.opt.step()
