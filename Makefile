@@ -23,6 +23,8 @@ install:  ## create .venv and install normlab with pinned dependencies
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH_SPEC)"
 	$(PY) -m pip install -q -c constraints.txt -e ".[dev,wandb,launchers]"
+	@# build the C++ CPU norm kernels now (~20 s, once) rather than in the first run
+	$(PY) -c "from normlab.norms import native; print('native norm kernels:', native.describe())"
 
 demo:  ## train 3 norms on generated data (no download), print a table, write a loss-curve figure
 	$(PY) scripts/demo.py

@@ -6,8 +6,11 @@
 Each round times every candidate once, in a shuffled order, so that load from other processes
 hits all of them alike; a candidate's time ratio is the median over rounds of its time divided by
 torch.nn.LayerNorm's time in the same round. One fwd+bwd is ``y = norm(x)`` then
-``torch.autograd.grad(y, [x, *params], g)``. "fused" is normlab's default fast path,
-"reference" the plain autograd math (impl="reference"); ``name[official]`` rows use
+``torch.autograd.grad(y, [x, *params], g)``. "fused" is normlab's default fast path (on CPU
+the C++ kernels of normlab/norms/csrc/norms.cpp when they are built, see "native kernels"
+above; on CUDA and without them the tensor-op paths), "tensor-op" that tensor-op path forced
+(fused.py / fused_elementwise.py), "reference" the plain autograd math (impl="reference");
+LayerNorm with paper numerics is torch's own kernel in both fast paths. ``name[official]`` rows use
 numerics="official" (unbiased std, divided by std + eps, as lancopku/AdaNorm's code).
 
 With one torch thread the clock is the CPU time of the benchmarking thread, so time spent
@@ -22,7 +25,8 @@ the number of allocations count; 4096x1024 reuses memory and measures passes ove
 Peak memory is the most bytes held, at any point of one fwd+bwd, by tensors created during it
 (the output, what autograd saves, gradients, temporaries), not counting x, g and the parameters.
 On CPU it is tracked per operator with a dispatch mode, so it is exact and noise-free but does
-not see scratch space inside a kernel; on CUDA it is torch.cuda.max_memory_allocated.
+not see scratch space inside a kernel (the native kernels' per-thread column sums: threads x
+(2-3 x features) numbers); on CUDA it is torch.cuda.max_memory_allocated.
 The "fused vs reference" column checks the fast path against the reference: the largest
 difference of output or input gradient, relative to the largest magnitude of the reference's.
 On a shared machine (see the load average) repeated runs have moved single ratios by up to 0.1
@@ -49,7 +53,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 from torch.multiprocessing.reductions import StorageWeakRef
 
-from normlab.norms import build_norm
+from normlab.norms import build_norm, native
 
 VARIANTS = ["layernorm", "layernorm_simple", "detachnorm", "detach_mean", "detach_var", "adanorm",
             "rmsnorm", "dyt", "scalenorm", "derf"]
@@ -192,18 +196,33 @@ def peak_bytes(module, x, g) -> int:
     return pm.peak
 
 
+class TensorOps(nn.Module):
+    """A fused norm forced onto its tensor-op fast path (what runs without the native kernels);
+    the path is chosen in forward, and backward follows it."""
+
+    def __init__(self, m: nn.Module):
+        super().__init__()
+        self.m = m
+
+    def forward(self, x):
+        with native.disabled():
+            return self.m(x)
+
+
 def candidates(d: int, device, dtype) -> dict[str, nn.Module]:
+    """Every variant three ways: fused (the default: native kernels on CPU when built), its
+    tensor-op fast path, and the reference math."""
     mods = {"torch.nn.LayerNorm": nn.LayerNorm(d), "torch.nn.RMSNorm": nn.RMSNorm(d)}
-    for name in VARIANTS:
-        for impl in ("fused", "reference"):
-            mods[f"{name}/{impl}"] = build_norm(name, d, impl=impl)
-    for name in OFFICIAL:
-        for impl in ("fused", "reference"):
-            mods[f"{name}[official]/{impl}"] = build_norm(name, d, impl=impl, numerics="official")
+    rows = [(n, n, {}) for n in VARIANTS] + [(f"{n}[official]", n, {"numerics": "official"}) for n in OFFICIAL]
+    for key, name, opts in rows:
+        mods[f"{key}/fused"] = build_norm(name, d, **opts)
+        mods[f"{key}/tensorops"] = TensorOps(build_norm(name, d, **opts))
+        mods[f"{key}/reference"] = build_norm(name, d, impl="reference", **opts)
     gen = torch.Generator().manual_seed(0)
-    for key, m in mods.items():  # non-default parameters, the same for both impls of a variant
-        if key.endswith("/reference"):
-            m.load_state_dict(mods[key.replace("/reference", "/fused")].state_dict())
+    for key, m in mods.items():  # non-default parameters, the same for every impl of a variant
+        if key.endswith(("/tensorops", "/reference")):
+            src = mods[key.rsplit("/", 1)[0] + "/fused"].state_dict()
+            (m.m if isinstance(m, TensorOps) else m).load_state_dict(src)
             continue
         with torch.no_grad():
             for p in m.parameters():
@@ -242,16 +261,17 @@ def bench_shape(rows: int, d: int, device, dtype, rounds: int, seed: int) -> tup
 
     rows_out = []
     for n in ["torch.nn.LayerNorm", "torch.nn.RMSNorm"]:
-        rows_out.append([f"`{n}`", *cell(n), "", "", "", f"{median(times[n]) * 1e3:.3g}",
+        rows_out.append([f"`{n}`", *cell(n), "", "", "", "", "", f"{median(times[n]) * 1e3:.3g}",
                          f"{mem[n] / 2**20:.3g}"])
     for n in [k[: -len("/fused")] for k in mods if k.endswith("/fused")]:
-        fused, ref = f"{n}/fused", f"{n}/reference"
+        fused, ops, ref = f"{n}/fused", f"{n}/tensorops", f"{n}/reference"
         diff = max_rel_diff(mods[fused], mods[ref], x, g)
         flag = " **>1.25**" if ratio[fused] > 1.25 else ""
-        rows_out.append([f"`{n}`", cell(fused)[0] + flag, cell(fused)[1], *cell(ref), f"{diff:.0e}",
-                         f"{median(times[fused]) * 1e3:.3g}", f"{mem[fused] / 2**20:.3g}"])
-    header = ["variant", "fused time ×LN", "fused peak mem ×LN", "reference time ×LN",
-              "reference peak mem ×LN", "fused vs reference", "fused ms (median)", "fused peak MiB"]
+        rows_out.append([f"`{n}`", cell(fused)[0] + flag, cell(fused)[1], *cell(ops), *cell(ref),
+                         f"{diff:.0e}", f"{median(times[fused]) * 1e3:.3g}", f"{mem[fused] / 2**20:.3g}"])
+    header = ["variant", "fused time ×LN", "fused peak mem ×LN", "tensor-op time ×LN",
+              "tensor-op peak mem ×LN", "reference time ×LN", "reference peak mem ×LN",
+              "fused vs reference", "fused ms (median)", "fused peak MiB"]
     title = (f"### {rows}×{d} {str(dtype).replace('torch.', '')} on {device}, {rounds} rounds, "
              f"clock: {clock(device).__name__}")
     return f"{title}\n\n{markdown_table(header, rows_out)}\n", [ratio, mem]
@@ -273,6 +293,7 @@ def main(argv=None):
     if args.threads:
         torch.set_num_threads(args.threads)
     info = machine()
+    info["normlab native kernels"] = native.describe()
     info["glibc malloc"] = "pinned thresholds" if args.malloc == "pinned" and pin_malloc() else "default"
     dtype = getattr(torch, args.dtype)
     devices = [d for d in args.devices.split(",") if d != "cuda" or torch.cuda.is_available()]

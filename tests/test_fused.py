@@ -1,6 +1,9 @@
-"""The fast paths (impl="fused", normlab/norms/fused*.py) against the plain reference math
-(impl="reference", functional.py): outputs, input gradients (detached ones included) and
-parameter gradients, in float64 and float32, both numerics, channels-last and channels-first.
+"""The fast paths (impl="fused") against the plain reference math (impl="reference",
+functional.py): outputs, input gradients (detached ones included) and parameter gradients, in
+float64 and float32, both numerics, channels-last and channels-first. Every test runs twice:
+with the native CPU kernels (normlab/norms/native.py, csrc/norms.cpp) and with them disabled,
+on the tensor-op paths (normlab/norms/fused*.py) that CUDA, half precision and machines without
+a compiler run.
 
 The reference itself is checked against independent formulas in test_norms.py and
 test_norms_grad.py; those tests build modules with the default impl, so they check the fast
@@ -11,8 +14,19 @@ from __future__ import annotations
 import pytest
 import torch
 
-from normlab.norms import NORMS, build_norm, norm_options
+from normlab.norms import NORMS, build_norm, native, norm_options
 from normlab.norms import layers as L
+
+
+@pytest.fixture(autouse=True, params=["native", "tensorops"])
+def fast_path(request):
+    if request.param == "tensorops":
+        with native.disabled():
+            yield request.param
+    else:
+        if native.load() is None:
+            pytest.skip("native kernels unavailable here (test_native.py says why)")
+        yield request.param
 
 H = 24
 CASES = [  # (id, builder(dim, impl, channels_first))

@@ -2,6 +2,10 @@
 DetachNorm, detach-mean/var, AdaNorm, RMSNorm and ScaleNorm, as autograd Functions with analytic
 backward. The element-wise DyT and Derf are in ``fused_elementwise.py``.
 
+Each entry point (``layer_norm``, ``adanorm``, ...) first hands float32/64 CPU calls to the C++
+kernels of ``native.py`` (one pass per direction, the fastest on CPU); the tensor-op paths below
+serve CUDA, half precision, and machines where those kernels can't be built.
+
 Written as chains of tensor ops (``functional.py``), a norm allocates a full-size tensor per op
 and autograd keeps most of them for backward. Here each variant allocates its output in forward
 and its input gradient in backward (AdaNorm one temporary more), works in place otherwise, and
@@ -30,6 +34,8 @@ import math
 import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
+
+from . import native
 
 _LN_BWD_OP = torch.ops.aten.native_layer_norm_backward
 _RMS_FWD = getattr(torch.ops.aten, "_fused_rms_norm", None)  # a fused kernel on CUDA (torch >= 2.8)
@@ -166,6 +172,11 @@ def layer_norm(x, w=None, b=None, eps=1e-5, numerics="paper", detach_mean=False,
     if numerics == "paper" and not (detach_mean or detach_var):
         # torch's kernel is this exact math
         return F.layer_norm(x, (x.shape[-1],), _unit(x) if w is None else w, b, eps)
+    if native.usable(x, w, b):
+        paper = numerics == "paper"
+        return native.row_norm(x.contiguous(), w, b, kind=native.PAPER if paper else native.OFFICIAL,
+                               dn=x.shape[-1] - (0 if paper else 1), eps=eps,
+                               detach_mean=detach_mean, detach_var=detach_var)
     return _LayerNorm.apply(x, w, b, eps, numerics, detach_mean, detach_var)
 
 
@@ -197,6 +208,10 @@ class _AdaNorm(torch.autograd.Function):
 
 
 def adanorm(x, C=1.0, k=0.1, eps=1e-5, numerics="paper"):
+    if native.usable(x):
+        paper = numerics == "paper"
+        return native.row_norm(x.contiguous(), scale=C, k=k, kind=native.PAPER if paper else native.OFFICIAL,
+                               dn=x.shape[-1] - (0 if paper else 1), eps=eps)
     return _AdaNorm.apply(x, C, k, eps, numerics)
 
 
@@ -242,6 +257,9 @@ class _RMSNorm(torch.autograd.Function):
 
 
 def rmsnorm(x, w=None, eps=1e-5, numerics="paper"):
+    if native.usable(x, w):
+        kind = native.PAPER if numerics == "paper" else native.OFFICIAL
+        return native.row_norm(x.contiguous(), w, center=False, kind=kind, eps=eps)
     return _RMSNorm.apply(x, w, eps, numerics)
 
 
@@ -278,4 +296,6 @@ class _ScaleNorm(torch.autograd.Function):
 
 
 def scalenorm(x, g, eps=1e-5):
+    if native.usable(x, g):
+        return native.row_norm(x.contiguous(), scale=g, center=False, kind=native.CLAMPED, dn=1, eps=eps)
     return _ScaleNorm.apply(x, g, eps)

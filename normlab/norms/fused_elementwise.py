@@ -1,5 +1,8 @@
 """Fast paths of the element-wise norms DyT and Derf: autograd Functions with analytic backward.
 
+float32/64 CPU calls go to the C++ kernels of ``native.py`` first; these tensor-op paths serve
+CUDA, half precision, and machines where those kernels can't be built.
+
 Built like those of ``fused.py`` (whose docstring says why, and why without torch.compile): each
 allocates its output in forward and its input gradient in backward, one temporary more, works in
 place otherwise, and saves only what backward needs. No LayerNorm kernel computes them, so every
@@ -15,6 +18,8 @@ import math
 
 import torch
 from torch.autograd.function import once_differentiable
+
+from . import native
 
 
 def _col_sum(t: torch.Tensor) -> torch.Tensor:
@@ -69,6 +74,8 @@ def dyt(x, alpha, w=None, b=None):
     if x.device.type != "cpu" or x.dtype not in (torch.float32, torch.float64):
         y = torch.tanh(alpha * x)
         return y if w is None else torch.addcmul(b, y, w) if b is not None else y * w
+    if native.usable(x, alpha, w, b):
+        return native.pointwise(x.contiguous(), native.TANH, alpha, None, w, b)
     return _DyT.apply(x, alpha, w, b)
 
 
@@ -103,4 +110,6 @@ class _Derf(torch.autograd.Function):
 
 
 def derf(x, alpha, shift, w=None, b=None):
+    if native.usable(x, alpha, shift, w, b):
+        return native.pointwise(x.contiguous(), native.ERF, alpha, shift, w, b)
     return _Derf.apply(x, alpha, shift, w, b)

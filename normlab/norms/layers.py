@@ -3,8 +3,9 @@
 Every module normalizes over the last dimension, or over dim 1 of a channels-first tensor
 (N, C, ...) when built with ``channels_first=True`` (the MNIST CNN).
 
-``impl="fused"`` (the default) runs the variant's fast path from ``fused.py`` (DyT and Derf:
-``fused_elementwise.py``), affine included; ``impl="reference"`` runs the plain math of
+``impl="fused"`` (the default) runs the variant's fast path, affine included: on CPU the C++
+kernels of ``native.py``, elsewhere (or without a compiler) the tensor-op paths of ``fused.py``
+and ``fused_elementwise.py``; ``impl="reference"`` runs the plain math of
 ``functional.py`` through autograd. Both compute the same function and gradients; the reference
 is what tests and benchmarks compare against, and it supports double backward.
 """
