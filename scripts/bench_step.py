@@ -8,7 +8,9 @@ loop (``loss = cross_entropy(model(tokens), labels); zero_grad; backward; Adam s
 scheduler step``), the original through ``Trainer._step`` (built as the runner builds it: its
 optimizer, scheduler, the task's loss). Each round feeds the same batch to both, in alternating
 order; the overhead is the median over rounds of normlab's time over the bare loop's, minus 1.
-A third model with ``impl=reference`` norms shows what the fused norms save in a whole step.
+A third model with ``impl=reference`` norms shows what the fused norms save in a whole step,
+a fourth with the native CPU kernels switched off what those kernels save over the tensor-op
+fast paths (normlab/norms/native.py).
 
 Also measured, with LayerNorm: a step with the gradient probe on (it runs every
 ``task.train.probe_every`` steps), collating a batch (``train_batches(...)[i]``, done by the fit
@@ -121,6 +123,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     info = machine()
+    from normlab.norms import native
+    info["normlab native kernels"] = native.describe()
     info["glibc malloc"] = "pinned thresholds" if args.malloc == "pinned" and pin_malloc() else "default"
     tmp = Path(tempfile.mkdtemp(prefix="bench_step_"))
     try:
@@ -133,6 +137,7 @@ def main(argv=None):
 
 
 def measure(args, tmp: Path, info: dict) -> str:
+    from normlab.norms import native
     from normlab.tasks import get_task_class
     rows, extra_rows, notes = [], [], []
     task = None
@@ -148,12 +153,17 @@ def measure(args, tmp: Path, info: dict) -> str:
             notes.append(f"task {job.task.name} ({task.data_info.get('source')} data), scale {args.scale}, "
                          f"model {dict(job.task.model)}, {len(batches)} batches cycled (first {shape})")
         fused, ref = Setup(job, task, tmp, "fused"), Setup(job, task, tmp, "reference")
-        t = rounds({"bare": fused.bare_step, "normlab": fused.normlab_step, "reference": ref.normlab_step},
-                   batches, args.rounds)
+        ops = Setup(job, task, tmp, "fused")
+
+        def ops_step(batch, ops=ops):
+            with native.disabled():  # forward picks the path, backward follows it
+                ops.normlab_step(batch)
+        t = rounds({"bare": fused.bare_step, "normlab": fused.normlab_step, "reference": ref.normlab_step,
+                    "tensorops": ops_step}, batches, args.rounds)
         over = ratio(t["normlab"], t["bare"]) - 1
         rows.append([f"`{norm}`", f"{median(t['bare']) * 1e3:.2f}", f"{median(t['normlab']) * 1e3:.2f}",
                      f"{100 * over:+.1f}%" + (" **>5%**" if over > 0.05 else ""),
-                     f"{ratio(t['reference'], t['normlab']):.2f}"])
+                     f"{ratio(t['reference'], t['normlab']):.2f}", f"{ratio(t['tensorops'], t['normlab']):.2f}"])
         print(rows[-1], flush=True)
         if norm == "layernorm":
             extra_rows += extras(fused, index, batches, args.rounds, job)
@@ -162,7 +172,7 @@ def measure(args, tmp: Path, info: dict) -> str:
         f"\n- load average at end (1/5/15 min): {load_average()}", __doc__.split("\n\n", 2)[2].strip(),
         "\n".join(f"- {n}" for n in notes),
         markdown_table(["norm", "bare step ms", "normlab step ms", "normlab overhead",
-                        "step with impl=reference / fused"], rows),
+                        "step with impl=reference / fused", "step with tensor-op path / fused"], rows),
         "### Around the step (LayerNorm model)",
         markdown_table(["what", "cost"], extra_rows)]) + "\n"
     return report

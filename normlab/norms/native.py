@@ -5,11 +5,12 @@ Derf need more of them than torch's one-pass LayerNorm kernels (results/bench/no
 kernel per direction per variant brings them to LayerNorm's cost. torch.compile was measured as
 the alternative: 11-47 s of compilation per process on this machine, against runs of minutes.
 
-The extension is compiled with the system's C++ compiler (about a minute, once) into
-``$NORMLAB_EXT_DIR`` (default ``~/.cache/normlab/torch_extensions``), one build per CPU
-instruction set. Where it can't be built, or with ``NORMLAB_NATIVE=0``, ``available()`` is False
-and the fused tensor-op paths of ``fused.py`` / ``fused_elementwise.py`` run instead (they also
-serve CUDA and half precision); the reason is given once as a warning.
+The extension is compiled with the system's C++ compiler and ninja (about 20 s, once; `make
+install` does it) into ``$NORMLAB_EXT_DIR`` (default ``$XDG_CACHE_HOME/normlab/torch_extensions``,
+i.e. ``~/.cache/...``), one build per source, CPU instruction set, torch and Python. Where it
+can't be built, or with ``NORMLAB_NATIVE=0``, ``load()`` returns None and the tensor-op fast
+paths of ``fused.py`` / ``fused_elementwise.py`` run instead (they also serve CUDA and half
+precision); a failed build says why in one warning.
 """
 from __future__ import annotations
 
@@ -33,7 +34,10 @@ TANH, ERF = 0, 1
 
 
 def build_dir() -> Path:
-    return Path(os.environ.get("NORMLAB_EXT_DIR", Path.home() / ".cache" / "normlab" / "torch_extensions"))
+    if os.environ.get("NORMLAB_EXT_DIR"):
+        return Path(os.environ["NORMLAB_EXT_DIR"])
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "normlab" / "torch_extensions"
 
 
 def load():

@@ -164,7 +164,6 @@ class PTBParsingTask(Task):
 
     def _score(self, model, split: str):
         """(metrics, the final parser configurations of the split's sentences)."""
-        sp = self.splits[split]
         device = next(model.parameters()).device
         total, n = 0.0, 0
         for feats, gold in self._examples(split, batch_size=4096):
