@@ -2,8 +2,11 @@
 "failed" with traceback.txt, bad input fails only its own job, and the multirun's exit status is
 the number of failed jobs. Re-running the sweep skips finished jobs and retries failed ones."""
 import math
+import os
+import subprocess
+import sys
 
-from helpers import run_cli
+from helpers import TEST_CACHE, run_cli
 from normlab.rundir import read_curves, read_json
 
 SWEEP = ["hydra.mode=MULTIRUN", "task=synthetic_cls", "scale=smoke", "threads=1", "norm=layernorm,rmsnorm,dyt",
@@ -61,3 +64,17 @@ def test_a_single_crashed_job_exits_3_with_its_traceback(tmp_path, monkeypatch):
     assert out.returncode == 3 and "failed" in out.stdout
     assert read_json(run_dir / "summary.json")["status"] == "failed"
     assert "InjectedFault" in (run_dir / "traceback.txt").read_text()
+
+
+def test_multirun_with_default_paths(tmp_path):
+    # the README's and `make sweep`'s command: no paths.root, so run directories land under the
+    # working directory (the default root once interpolated ${hydra:runtime.cwd}, which the
+    # sweeper cannot resolve: every plain --multirun failed before launching a job)
+    env = {**os.environ, "NORMLAB_CACHE": str(TEST_CACHE)}
+    cmd = [sys.executable, "-m", "normlab.train", "--multirun", "task=synthetic_cls", "scale=smoke",
+           "norm=layernorm,dyt", "seed=1", "threads=1", "progress=false"]
+    out = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    for norm in ("layernorm", "dyt"):
+        summary = read_json(tmp_path / "runs" / "smoke" / "default" / "synthetic_cls" / norm / "seed1" / "summary.json")
+        assert summary["status"] == "completed"
