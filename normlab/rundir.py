@@ -12,7 +12,6 @@ import warnings
 from pathlib import Path
 from typing import Any, Optional
 
-import torch
 import yaml
 
 
@@ -92,6 +91,7 @@ class Checkpoints:
         return self.dir / "last.pt"
 
     def save(self, state: dict, name: str = "last.pt") -> None:
+        import torch  # here, not at the top: normlab-report reads run dirs without torch (~1 s)
         self.dir.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=f".{name}.", suffix=".tmp")
         try:
@@ -113,6 +113,7 @@ class Checkpoints:
 
     def load(self, name: str = "last.pt") -> Optional[dict]:
         """The newest readable checkpoint, or None. A truncated one is skipped with a warning."""
+        import torch
         candidates = [self.dir / name] + ([self.dir / "prev.pt"] if name == "last.pt" else [])
         for path in candidates:
             if not path.exists():

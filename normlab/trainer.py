@@ -93,7 +93,8 @@ class Trainer:
         self.faults = parse_faults(os.environ.get("NORMLAB_FAULT"), run_dir)
         if "save" in self.faults:
             self.ckpt.before_replace = lambda: self._fault("save", self.state.step)
-        self.batches_per_epoch = len(task.train_batches(0, seed))
+        self._epoch0 = task.train_batches(0, seed)  # counted here, trained on by fit()
+        self.batches_per_epoch = len(self._epoch0)
         if self.batches_per_epoch == 0:
             raise ValueError(f"task {task.name} produced no training batches; check task.data.batch_size "
                              "and the training data")
@@ -244,7 +245,10 @@ class Trainer:
                    dynamic_ncols=True, leave=False)
         done = lambda: st.step >= self.total_steps or st.stopped_early  # noqa: E731
         while not done():
-            batches = self.task.train_batches(st.epoch, self.seed)
+            # a pure function of (epoch, seed): epoch 0's batches are the ones __init__ counted
+            batches = (self._epoch0 if st.epoch == 0 and self._epoch0 is not None
+                       else self.task.train_batches(st.epoch, self.seed))
+            self._epoch0 = None
             while st.batch < len(batches) and not done():
                 t0 = time.perf_counter()
                 probe_stats = self._step(batches[st.batch])

@@ -6,6 +6,8 @@ with chosen values, so every number in the tables can be asserted exactly.
 import csv
 import json
 import math
+import subprocess
+import sys
 import pytest
 import yaml
 from scipy import stats
@@ -231,3 +233,10 @@ def test_cli_writes_tables_and_rejects_missing_or_empty_input(tmp_path, capsys):
 def test_published_metrics_cover_every_published_task():
     assert set(P.PUBLISHED) == set(P.METRICS)
     assert all(math.isfinite(v) for row in P.PUBLISHED.values() for v in row.values() if v is not None)
+
+
+def test_report_cli_starts_without_torch():
+    # reading run directories needs no torch; importing it cost normlab-report about a second
+    code = "import sys, normlab.report.cli; assert 'torch' not in sys.modules, 'torch imported'"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
