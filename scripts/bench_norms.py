@@ -7,7 +7,7 @@ Each round times every candidate once, in a shuffled order, so that load from ot
 hits all of them alike; a candidate's time ratio is the median over rounds of its time divided by
 torch.nn.LayerNorm's time in the same round. One fwd+bwd is ``y = norm(x)`` then
 ``torch.autograd.grad(y, [x, *params], g)``. "fused" is normlab's default fast path (on CPU
-the C++ kernels of normlab/norms/csrc/norms.cpp when they are built, see "native kernels"
+the C++ kernels of normlab/norms/csrc/ when they are built, see "native kernels"
 above; on CUDA and without them the tensor-op paths), "tensor-op" that tensor-op path forced
 (fused.py / fused_elementwise.py), "reference" the plain autograd math (impl="reference");
 LayerNorm with paper numerics is torch's own kernel in both fast paths. ``name[official]`` rows use

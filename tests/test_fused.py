@@ -1,7 +1,7 @@
 """The fast paths (impl="fused") against the plain reference math (impl="reference",
 functional.py): outputs, input gradients (detached ones included) and parameter gradients, in
 float64 and float32, both numerics, channels-last and channels-first. Every test runs twice:
-with the native CPU kernels (normlab/norms/native.py, csrc/norms.cpp) and with them disabled,
+with the native CPU kernels (normlab/norms/native.py, csrc/) and with them disabled,
 on the tensor-op paths (normlab/norms/fused*.py) that CUDA, half precision and machines without
 a compiler run.
 

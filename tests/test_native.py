@@ -1,4 +1,4 @@
-"""The native CPU kernels (normlab/norms/csrc/norms.cpp via native.py): that they build where a
+"""The native CPU kernels (normlab/norms/csrc/ via native.py): that they build where a
 compiler is, the accuracy of their float32 tanh/erf/exp, NaN propagation, thread-count
 independence, and the fallback when they can't be built. Their agreement with the reference
 math for every variant is tested in test_fused.py."""

@@ -1,4 +1,4 @@
-"""The C++ CPU kernels of ``csrc/norms.cpp``, built on first use, and their autograd Functions.
+"""The C++ CPU kernels of ``csrc/`` (module.cpp says what they compute), built on first use, and their autograd Functions.
 
 Why C++: on CPU every tensor op is a pass over memory, and AdaNorm, RMSNorm, ScaleNorm, DyT and
 Derf need more of them than torch's one-pass LayerNorm kernels (results/bench/norms.md); one
@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 from torch.autograd.function import once_differentiable
 
-_SRC = Path(__file__).with_name("csrc") / "norms.cpp"
+_CSRC = Path(__file__).with_name("csrc")
 _ARCH = {"AVX512": "-march=x86-64-v4", "AVX2": "-march=x86-64-v3"}  # what torch itself found
 _state: dict = {}
 
@@ -57,13 +57,15 @@ def load():
 
         cap = torch.backends.cpu.get_cpu_capability()
         # one build per source, CPU, torch and Python (the .so links against both)
-        key = _SRC.read_bytes() + f"{cap} {torch.__version__} {sys.version}".encode()
+        sources = sorted(_CSRC.glob("*.cpp"))
+        key = b"".join(p.read_bytes() for p in sorted(_CSRC.iterdir()) if p.suffix in (".cpp", ".h"))
+        key += f"{cap} {torch.__version__} {sys.version}".encode()
         tag = hashlib.sha256(key).hexdigest()[:10]
         out = build_dir() / f"{cap.lower()}-{tag}"
         out.mkdir(parents=True, exist_ok=True)
         flags = ["-O3", "-fopenmp", *([_ARCH[cap]] if cap in _ARCH else [])]
         _state["mod"] = cpp_extension.load(
-            name=f"normlab_norms_{cap.lower()}", sources=[str(_SRC)], build_directory=str(out),
+            name=f"normlab_norms_{cap.lower()}", sources=[str(p) for p in sources], build_directory=str(out),
             extra_cflags=flags, extra_ldflags=["-fopenmp"], verbose=False)
     except Exception as exc:  # no compiler, no headers, a read-only home: run the tensor-op paths
         warnings.warn(f"normlab: native CPU norm kernels unavailable ({type(exc).__name__}: "
@@ -101,7 +103,7 @@ def usable(x: torch.Tensor, *params) -> bool:
 
 
 class RowNorm(torch.autograd.Function):
-    """out = scale y (1 - k y) w + b with y = (x - m)/sigma (see csrc/norms.cpp)."""
+    """out = scale y (1 - k y) w + b with y = (x - m)/sigma (see csrc/module.cpp)."""
 
     @staticmethod
     def forward(ctx, x, w, b, scale, center, kind, dn, eps, k, detach_mean, detach_var):
