@@ -173,10 +173,7 @@ def layer_norm(x, w=None, b=None, eps=1e-5, numerics="paper", detach_mean=False,
         # torch's kernel is this exact math
         return F.layer_norm(x, (x.shape[-1],), _unit(x) if w is None else w, b, eps)
     if native.usable(x, w, b):
-        paper = numerics == "paper"
-        return native.row_norm(x.contiguous(), w, b, kind=native.PAPER if paper else native.OFFICIAL,
-                               dn=x.shape[-1] - (0 if paper else 1), eps=eps,
-                               detach_mean=detach_mean, detach_var=detach_var)
+        return native.row_norm(x, w, b, sigma=numerics, eps=eps, detach_mean=detach_mean, detach_var=detach_var)
     return _LayerNorm.apply(x, w, b, eps, numerics, detach_mean, detach_var)
 
 
@@ -209,9 +206,7 @@ class _AdaNorm(torch.autograd.Function):
 
 def adanorm(x, C=1.0, k=0.1, eps=1e-5, numerics="paper"):
     if native.usable(x):
-        paper = numerics == "paper"
-        return native.row_norm(x.contiguous(), scale=C, k=k, kind=native.PAPER if paper else native.OFFICIAL,
-                               dn=x.shape[-1] - (0 if paper else 1), eps=eps)
+        return native.row_norm(x, scale=C, k=k, sigma=numerics, eps=eps)
     return _AdaNorm.apply(x, C, k, eps, numerics)
 
 
@@ -258,8 +253,7 @@ class _RMSNorm(torch.autograd.Function):
 
 def rmsnorm(x, w=None, eps=1e-5, numerics="paper"):
     if native.usable(x, w):
-        kind = native.PAPER if numerics == "paper" else native.OFFICIAL
-        return native.row_norm(x.contiguous(), w, center=False, kind=kind, eps=eps)
+        return native.row_norm(x, w, center=False, sigma=numerics, eps=eps)
     return _RMSNorm.apply(x, w, eps, numerics)
 
 
@@ -297,5 +291,5 @@ class _ScaleNorm(torch.autograd.Function):
 
 def scalenorm(x, g, eps=1e-5):
     if native.usable(x, g):
-        return native.row_norm(x.contiguous(), scale=g, center=False, kind=native.CLAMPED, dn=1, eps=eps)
+        return native.row_norm(x, scale=g, center=False, sigma="clamped", eps=eps)
     return _ScaleNorm.apply(x, g, eps)

@@ -75,7 +75,7 @@ def dyt(x, alpha, w=None, b=None):
         y = torch.tanh(alpha * x)
         return y if w is None else torch.addcmul(b, y, w) if b is not None else y * w
     if native.usable(x, alpha, w, b):
-        return native.pointwise(x.contiguous(), native.TANH, alpha, None, w, b)
+        return native.pointwise(x, native.TANH, alpha, None, w, b)
     return _DyT.apply(x, alpha, w, b)
 
 
@@ -111,5 +111,5 @@ class _Derf(torch.autograd.Function):
 
 def derf(x, alpha, shift, w=None, b=None):
     if native.usable(x, alpha, shift, w, b):
-        return native.pointwise(x.contiguous(), native.ERF, alpha, shift, w, b)
+        return native.pointwise(x, native.ERF, alpha, shift, w, b)
     return _Derf.apply(x, alpha, shift, w, b)

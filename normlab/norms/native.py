@@ -28,8 +28,6 @@ _CSRC = Path(__file__).with_name("csrc")
 _ARCH = {"AVX512": "-march=x86-64-v4", "AVX2": "-march=x86-64-v3"}  # what torch itself found
 _state: dict = {}
 
-# sigma of ss = sum((x - m)^2): 0 sqrt(ss/dn + eps), 1 sqrt(ss/dn) + eps, 2 max(sqrt(ss/dn), eps)
-PAPER, OFFICIAL, CLAMPED = 0, 1, 2
 TANH, ERF = 0, 1
 
 
@@ -136,11 +134,15 @@ class RowNorm(torch.autograd.Function):
         return dx, dw, db if needs[2] else None, dscale, None, None, None, None, None, None, None
 
 
-def row_norm(x, w=None, b=None, scale=1.0, center=True, kind=PAPER, dn=None, eps=1e-5, k=0.0,
+def row_norm(x, w=None, b=None, scale=1.0, center=True, sigma="paper", eps=1e-5, k=0.0,
              detach_mean=False, detach_var=False):
+    """sigma over ss = sum((x - m)^2) of n features: "paper" sqrt(ss/n + eps) (torch's LayerNorm
+    and RMSNorm), "official" std + eps (unbiased when centred, as lancopku/AdaNorm; the RMS for
+    RMSNorm, as bzhangGo/rmsnorm), "clamped" max(||x - m||, eps) (ScaleNorm)."""
     n = x.shape[-1]
+    kind, dn = {"paper": (0, n), "official": (1, n - 1 if center else n), "clamped": (2, 1)}[sigma]
     # without centring m = 0 is a constant: no mean term in backward, as when mu is detached
-    return RowNorm.apply(x, w, b, scale, center, kind, float(n if dn is None else dn), eps, k,
+    return RowNorm.apply(x.contiguous(), w, b, scale, center, kind, float(dn), eps, k,
                          detach_mean or not center, detach_var)
 
 
@@ -167,4 +169,4 @@ class Pointwise(torch.autograd.Function):
 
 
 def pointwise(x, fn, alpha, shift=None, w=None, b=None):
-    return Pointwise.apply(x, fn, alpha, shift, w, b)
+    return Pointwise.apply(x.contiguous(), fn, alpha, shift, w, b)

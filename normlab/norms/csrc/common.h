@@ -85,7 +85,8 @@ struct ThreadSums {
   Tensor buf;
   int64_t width;
   ThreadSums(int64_t width, const Tensor& like)
-      : buf(at::zeros({at::get_num_threads(), std::max<int64_t>(width, 1)}, like.options())),
+      // width 0: nothing to sum (e.g. no affine and no learned scale), nothing allocated
+      : buf(width > 0 ? at::zeros({at::get_num_threads(), width}, like.options()) : Tensor()),
         width(width) {}
   template <typename T> T* row() { return buf.data_ptr<T>() + at::get_thread_num() * buf.size(1); }
   Tensor total() const { return buf.sum(0).narrow(0, 0, width); }
