@@ -1,4 +1,5 @@
-"""Hydra callback: after a multirun, count job outcomes and exit with the number of failed jobs."""
+"""Hydra callback: after a multirun, count job outcomes and exit with the number of failed jobs
+(jobs that failed, plus sweep points whose config could not be composed: normlab's sweeper)."""
 from __future__ import annotations
 
 import os
@@ -11,6 +12,22 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from .rundir import read_json, write_json
+
+
+class Outcome(float):
+    """A job's return value: its objective (a float, for sweepers that optimise) with its status."""
+
+    def __new__(cls, value: float, status: str):
+        obj = super().__new__(cls, value)
+        obj.status = status
+        return obj
+
+    def __reduce__(self):   # joblib/submitit carry it between processes
+        return (Outcome, (float(self), self.status))
+
+
+# Sweep points the sweeper could not compose (hydra_plugins/normlab_sweeper): (overrides, error).
+INVALID_POINTS: list[tuple[str, str]] = []
 
 
 def record_failure(run_dir: Path, cfg: DictConfig, error: BaseException) -> None:
@@ -32,11 +49,13 @@ class SweepSummary(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         self.start = time.time()
         self.jobs: list[tuple[str, str]] = []
+        INVALID_POINTS.clear()
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs) -> None:
         if not hasattr(self, "jobs"):
             return  # a single run, not a sweep
-        status = job_return._return_value if job_return.status == JobStatus.COMPLETED else "failed"
+        value = job_return._return_value if job_return.status == JobStatus.COMPLETED else None
+        status = getattr(value, "status", "failed")
         self.jobs.append((str(status), str(config.hydra.runtime.output_dir)))
 
     def _from_files(self, root: Path) -> list[tuple[str, str]]:
@@ -48,11 +67,12 @@ class SweepSummary(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         root = Path(config.hydra.sweep.dir)
-        jobs = getattr(self, "jobs", None) or self._from_files(root)
+        jobs = (getattr(self, "jobs", None) or self._from_files(root)) + [
+            ("invalid", f"{point}: {error}") for point, error in INVALID_POINTS]
         counts: dict[str, int] = {}
         for status, _ in jobs:
             counts[status] = counts.get(status, 0) + 1
-        failed = [d for status, d in jobs if status == "failed"]
+        failed = [d for status, d in jobs if status in ("failed", "invalid")]
         if int(os.environ.get("RANK", "0")) == 0:  # under torchrun every rank ends the same way
             print(f"[normlab] sweep {root}: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
             for d in failed:

@@ -1,35 +1,41 @@
-"""Config resolution: task scales, trainer defaults, and validation with named keys."""
+"""The job's config: the trainer schema, and the checks Hydra cannot make.
+
+Hydra does the one merge (configs/train.yaml's defaults list: trainer schema < task file <
+preset/<task>/<scale>.yaml < command line) and checks key names (every node is in struct mode;
+``task.train`` is the typed ``TrainConfig`` below). What is left for ``load_job`` are value
+ranges and cross-key rules (d_model divisible by heads, a positive batch, a valid norm option),
+checked once before anything is written; the result is one ``Job`` that every later step takes.
+"""
 from __future__ import annotations
 
 import difflib
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
-import yaml
+from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
+from .errors import ConfigError
 from .norms import norm_factory
-from .norms.registry import norm_options
 from .schedule import SCHEDULES
 
+# Inside the package, so a wheel (`pip install .`) carries the configs with the code.
+CONFIGS = Path(__file__).resolve().parent / "configs"
 
-# An absolute path: Hydra would resolve "../configs" against the package, not the repository.
-CONFIGS = Path(__file__).resolve().parents[1] / "configs"
-
-
-class ConfigError(ValueError):
-    """A bad config key or value; the message names the key and says how to fix it."""
+__all__ = ["CONFIGS", "ConfigError", "Job", "TrainConfig", "load_job", "train_config", "same_experiment"]
 
 
 @dataclass
 class TrainConfig:
-    optimizer: str = "adam"
+    """The trainer's keys and their defaults, in one place; every task's ``train:`` section and
+    the command line override them (``task.train.lr=1e-3``)."""
+    optimizer: str = "adam"            # adam | adamw (weight decay never on 1-D tensors)
     lr: float = 5e-4
-    betas: list = field(default_factory=lambda: [0.9, 0.98])
+    betas: List[float] = field(default_factory=lambda: [0.9, 0.98])
     adam_eps: float = 1e-8
     weight_decay: float = 0.0
-    schedule: str = "inverse_sqrt"
+    schedule: str = "inverse_sqrt"     # constant | inverse_sqrt | linear | cosine, after linear warm-up
     warmup_steps: int = 0
     warmup_init_ratio: float = 0.0     # lr at step 0 as a fraction of the peak (fairseq: 1e-7/lr)
     min_lr_ratio: float = 0.0
@@ -45,17 +51,13 @@ class TrainConfig:
     probe_every: int = 0               # log Theorem-1 gradient statistics every N steps; 0 = off
 
 
-def _check_keys(section: dict, valid: list[str], where: str) -> None:
-    unknown = sorted(set(section) - set(valid))
-    if unknown:
-        hints = [f"did you mean {where}.{m[0]}?" for k in unknown if (m := difflib.get_close_matches(k, valid, 1))]
-        raise ConfigError(f"unknown key(s) {[f'{where}.{k}' for k in unknown]}; valid keys: {sorted(valid)}"
-                          + (f" ({'; '.join(hints)})" if hints else ""))
+# configs/train.yaml: `trainer@task.train: default` composes this schema under every task.
+ConfigStore.instance().store(group="trainer", name="default", node=TrainConfig)
 
 
 def _bad(key: str, value, want: str, *related: str) -> ConfigError:
     err = ConfigError(f"{key}={value!r}: {want}")
-    err.keys = [key, *related]  # resolve() adds where each value came from
+    err.keys = [key, *related]  # load_job adds where each value came from
     return err
 
 
@@ -68,13 +70,18 @@ def _type_ok(value, default) -> bool:
 
 
 def train_config(section: dict) -> TrainConfig:
+    """A checked TrainConfig. Hydra has already checked names and types of a composed config;
+    the checks are repeated here for configs read back from a run directory."""
     valid = [f.name for f in fields(TrainConfig)]
-    _check_keys(section, valid, "task.train")
-    for f in fields(TrainConfig):  # types first, so the range checks below cannot crash
+    unknown = sorted(set(section) - set(valid))
+    if unknown:
+        close = [f"task.train.{m[0]}" for k in unknown if (m := difflib.get_close_matches(k, valid, 1))]
+        raise ConfigError(f"unknown key(s) {[f'task.train.{k}' for k in unknown]}; valid keys: {valid}"
+                          + (f"; did you mean {', '.join(close)}?" if close else ""))
+    for f in fields(TrainConfig):
         default = f.default if f.default is not MISSING else f.default_factory()
         if f.name in section and not _type_ok(section[f.name], default):
-            raise _bad(f"task.train.{f.name}", section[f.name],
-                       f"expected a {type(default).__name__} like {default!r}")
+            raise _bad(f"task.train.{f.name}", section[f.name], f"expected a {type(default).__name__} like {default!r}")
     t = TrainConfig(**section)
     checks = [
         ("lr", t.lr > 0, "the learning rate must be positive, e.g. 5e-4"),
@@ -122,113 +129,51 @@ def check_task(task: dict) -> None:
                    "(examples) or task.data.max_tokens (tokens) above 0")
 
 
-def yaml_line(path: Path, keys: list[str]) -> Optional[int]:
-    """The 1-based line of the dotted ``keys`` in a YAML file, or None."""
+@dataclass
+class Job:
+    """One job's config, resolved and checked once."""
+    cfg: DictConfig          # the composed config, interpolations resolved, read-only
+    config: dict             # the same as plain data: what config.yaml holds
+    train: TrainConfig
+    setting: dict            # hyperparameters that differ from the task/norm/scale defaults
+
+    def __getattr__(self, key):  # job.task, job.norm, job.seed, ... read through to the config
+        if key.startswith("_") or key in ("cfg", "config", "train", "setting"):
+            raise AttributeError(key)
+        return getattr(self.cfg, key)
+
+
+def load_job(cfg: DictConfig, overrides: Optional[list[str]] = None) -> Job:
+    """Resolve and check ``cfg``; ConfigError names the key, where its value came from and the fix."""
+    from .hints import origin
+    from .setting import varied
+
+    from .tasks import TASKS
+
+    config = OmegaConf.to_container(cfg, resolve=True)
+    task = config["task"]
+    if task.get("name") not in TASKS:
+        raise ConfigError(f"task.name: unknown task {task.get('name')!r}; valid tasks: {', '.join(sorted(TASKS))} "
+                          "(normlab/configs/task/<name>.yaml)")
     try:
-        node = yaml.compose(path.read_text())
-    except (OSError, yaml.YAMLError):
-        return None
-    line = None
-    for k in keys:
-        if not isinstance(node, yaml.MappingNode):
-            return None
-        for kn, vn in node.value:
-            if kn.value == k:
-                line, node = kn.start_mark.line + 1, vn
-                break
-        else:
-            return None
-    return line
-
-
-def origin(key: str, task_name: str, scale: str, overrides: list[str]) -> str:
-    """Where a ``task.*`` value came from: the command line, the task file's scale preset, the
-    task file, or the trainer defaults (file:line)."""
-    for o in overrides:
-        if o.lstrip("+~").split("=", 1)[0] == key:
-            return f"set on the command line: {o}"
-    sub = key.split(".")[1:]
-    path = CONFIGS / "task" / f"{task_name}.yaml"
-    for where, keys in ((path, ["scales", scale, *sub]), (path, sub),
-                        (CONFIGS / "trainer" / "default.yaml", sub[1:] if sub[:1] == ["train"] else None)):
-        line = yaml_line(where, keys) if keys else None
-        if line:
-            return f"set in {where.relative_to(CONFIGS.parent)}:{line}"
-    return "not set in any config file"
-
-
-def task_overrides(overrides: list[str]) -> list[str]:
-    """The command line's ``task.*`` overrides, re-applied after the scale preset so they win."""
-    out = []
-    for o in overrides:
-        o = o.lstrip("+~")
-        if o.startswith("task.") and "=" in o:
-            out.append(o[len("task."):])
-    return out
-
-
-def resolve(cfg: DictConfig, overrides: Optional[list[str]] = None) -> DictConfig:
-    """The job's config with ``task`` = task defaults < task.scales[scale] < command-line task.*."""
-    overrides = list(overrides or [])
-    task = OmegaConf.to_container(cfg.task, resolve=True)
-    scales = task.pop("scales", None) or {}
-    if cfg.scale not in scales:
-        raise ConfigError(f"scale={cfg.scale!r} is not defined for task {task.get('name')!r}; "
-                          f"valid scales: {sorted(scales)} (configs/task/{task.get('name')}.yaml)")
-    merged = OmegaConf.merge(task, scales[cfg.scale] or {}, OmegaConf.from_dotlist(task_overrides(overrides)))
-    out = OmegaConf.to_container(cfg, resolve=True)
-    out["task"] = OmegaConf.to_container(merged, resolve=True)
-    try:
-        out["task"]["train"] = vars(train_config(out["task"].get("train", {})))
-        check_task(out["task"])
+        train = train_config(task.get("train") or {})
+        check_task(task)
     except ConfigError as e:
         if getattr(e, "keys", None):
-            where = "; ".join(f"{k} {origin(k, task.get('name'), cfg.scale, overrides)}" for k in e.keys)
+            where = "; ".join(f"{k} {origin(k, task.get('name'), config.get('scale'), overrides or [])}"
+                              for k in e.keys)
             raise ConfigError(f"{e} ({where})") from None
         raise
+    norm = config["norm"]
     try:
-        norm_factory(cfg.norm.name, **(cfg.norm.options or {}))
+        norm_factory(norm["name"], **(norm.get("options") or {}))
     except ValueError as e:
-        raise ConfigError(f"norm={cfg.norm.name}: {e}; see configs/norm/{cfg.norm.name}.yaml") from None
-    if not isinstance(cfg.seed, int) or cfg.seed < 0:
-        raise ConfigError(f"seed={cfg.seed!r}: must be an integer >= 0")
-    return OmegaConf.create(out)
-
-
-def explain_unknown_keys(argv: list[str]) -> list[str]:
-    """Hints for command-line keys Hydra refused as 'not in struct': the valid keys at that
-    level and the closest one. Runs only after Hydra has already failed, so it costs nothing."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    try:
-        parsed = OverridesParser.create().parse_overrides([a for a in argv if not a.startswith("-")])
-        simple, dotted = [], []
-        for o in parsed:
-            if o.is_add() or o.is_delete() or o.key_or_group.startswith("hydra"):
-                continue
-            value = next(iter(o.sweep_string_iterator())) if o.is_sweep_override() else o.get_value_element_as_str()
-            (dotted if "." in o.key_or_group else simple).append((o.key_or_group, value))
-        with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-            cfg = compose("train", overrides=[f"{k}={v}" for k, v in simple])
-    except Exception:
-        return []  # nothing to add to Hydra's own message
-    hints = []
-    for key, _ in dotted:
-        parent, leaf = key.rsplit(".", 1)
-        node = OmegaConf.select(cfg, parent)
-        if not isinstance(node, DictConfig) or leaf in node:
-            continue
-        valid = set(node.keys())
-        if parent == "norm.options":  # options the norm accepts but its config file leaves out
-            valid |= set(norm_options(cfg.norm.name)) - {"channels_first"}
-        if leaf in valid:
-            hints.append(f"normlab: {key} is valid but not in the config file; add it with +{key}=...")
-            continue
-        close = difflib.get_close_matches(leaf, sorted(valid), 1)
-        hints.append(f"normlab: {key} is not a config key; valid keys under {parent}: {sorted(valid)}"
-                     + (f"; did you mean {parent}.{close[0]}?" if close else ""))
-    return hints
+        raise ConfigError(f"norm={norm['name']}: {e}; see normlab/configs/norm/{norm['name']}.yaml") from None
+    if not isinstance(config.get("seed"), int) or config["seed"] < 0:
+        raise ConfigError(f"seed={config.get('seed')!r}: must be an integer >= 0")
+    job_cfg = OmegaConf.create(config)
+    OmegaConf.set_readonly(job_cfg, True)
+    return Job(job_cfg, config, train, varied(config))
 
 
 # Keys that may differ between an interrupted run and its resumption.

@@ -20,13 +20,14 @@ import torch
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
-from . import __version__, distributed
-from .config import ConfigError, resolve, same_experiment, train_config
+from . import __version__, distributed, setting
+from .config import Job, load_job, same_experiment
+from .errors import ConfigError, DataError
 from .loggers import LocalLogger, MultiLogger, WandbLogger
 from .norms import norm_factory
-from .rundir import Checkpoints, Curves, atomic_write_bytes, read_json, read_yaml, write_json, write_yaml
+from .rundir import Checkpoints, Curves, atomic_write_bytes, read_curves, read_json, read_yaml, write_json, write_yaml
 from .tasks import get_task_class
-from .tasks.base import DataError
+from .runlock import RunLock
 from .trainer import Diverged, Trainer
 
 USER_ERRORS = (ConfigError, DataError)
@@ -48,7 +49,7 @@ def versions() -> dict:
             "python": platform.python_version(), "platform": platform.platform()}
 
 
-def set_determinism(cfg: DictConfig) -> None:
+def set_determinism(cfg) -> None:
     torch.manual_seed(cfg.seed)
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg.threads))
@@ -82,38 +83,60 @@ def check_run_dir(run_dir: Path, config: dict) -> Optional[dict]:
 def prepare(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = None,
             ctx: Optional[distributed.Dist] = None):
     """Everything that can fail on bad input, before anything is written to ``run_dir``.
-    Returns (job, config, task, finished summary or None)."""
+    Returns (job, task, finished summary or None)."""
     ctx = ctx or distributed.Dist()
-    job = resolve(cfg, overrides)
+    job = load_job(cfg, overrides)
     try:
         task_cls = get_task_class(job.task.name)
     except ValueError as e:
-        raise ConfigError(f"task.name: {e} (configs/task/<name>.yaml)") from None
-    config = OmegaConf.to_container(job, resolve=True)
-    done = distributed.on_main(ctx, lambda: check_run_dir(run_dir, config), USER_ERRORS)
+        raise ConfigError(f"task.name: {e} (normlab/configs/task/<name>.yaml)") from None
+    done = distributed.on_main(ctx, lambda: check_run_dir(run_dir, job.config), USER_ERRORS)
     if done is not None:
-        return job, config, None, done
+        return job, None, done
     data_dir = Path(job.paths.data_dir) / job.task.name
-    task = task_cls(job.task, data_dir, Path(job.paths.cache_dir))
+    task = task_cls(job.cfg.task, data_dir, Path(job.paths.cache_dir))
     distributed.main_first(ctx, task.setup, USER_ERRORS)  # rank 0 fills the cache, then the others read it
-    return job, config, task, None
+    return job, task, None
 
 
-def build(job: DictConfig, config: dict, task, run_dir: Path, ctx: distributed.Dist) -> Trainer:
+def build(job: Job, task, run_dir: Path, ctx: distributed.Dist) -> Trainer:
     """Model, optimizer, scheduler and the first epoch's batches; a ValueError here is a bad
     hyperparameter (e.g. d_model not divisible by heads, batch_size 0), reported as such."""
     set_determinism(job)
     try:
-        model = task.build_model(norm_factory(job.norm.name, **(job.norm.options or {})))
-        return Trainer(task, model, train_config(config["task"]["train"]), job.seed, run_dir, None,
+        model = task.build_model(norm_factory(job.norm.name, **(job.config["norm"].get("options") or {})))
+        return Trainer(task, model, job.train, job.seed, run_dir, None,
                        ctx.device, progress=job.progress and ctx.main, dist=ctx)
     except ConfigError:
         raise
     except (ValueError, TypeError) as e:
         if isinstance(e, TypeError) and "unexpected keyword" not in str(e):
             raise  # a bug, not a config value
-        raise ConfigError(f"task {job.task.name} (configs/task/{job.task.name}.yaml, scale {job.scale}): {e}; "
-                          "fix that key in the task file or on the command line") from None
+        raise ConfigError(f"task {job.task.name} (normlab/configs/task/{job.task.name}.yaml, scale {job.scale}): "
+                          f"{e}; fix that key in the task file or on the command line") from None
+
+
+def _valid_at(run_dir: Path, step: int) -> dict:
+    """The validation record of the selected checkpoint, in the metric's own units."""
+    recs = [r for r in read_curves(Path(run_dir) / "curves.jsonl") if r.get("split") == "valid" and r["step"] == step]
+    return {k: v for k, v in recs[-1].items() if k not in ("step", "split", "epoch")} if recs else {}
+
+
+def objective(summary: dict) -> float:
+    """What a search engine optimises: the selected checkpoint's validation metric, in the task's
+    direction (summary["higher_is_better"]); NaN for a run that did not complete, which Optuna
+    counts as a failed trial."""
+    value = (summary.get("best_valid") or {}).get(summary.get("metric"))
+    return float(value) if summary.get("status") == "completed" and value is not None else float("nan")
+
+
+def short_setting(job: Job) -> dict:
+    """The varied hyperparameters by their short names, e.g. {"C": 2, "lr": 0.001}."""
+    return setting.short_names(job.setting, job.config)
+
+
+def setting_label(job: Job) -> str:
+    return setting.label(job.setting, job.config)
 
 
 class _Silent:
@@ -135,12 +158,20 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = None) -
     start = time.time()
     run_dir = Path(run_dir)
     ctx = distributed.init(cfg.get("device", "auto"))
-    job, config, task, done = prepare(cfg, run_dir, overrides, ctx)
+    # One process trains a run directory at a time: a second one (another sweep, a re-submitted
+    # SLURM job) stops here with RunLocked before reading or writing anything in it.
+    with RunLock(run_dir, enabled=ctx.main):
+        return _run_locked(cfg, run_dir, overrides, ctx, start)
+
+
+def _run_locked(cfg, run_dir: Path, overrides, ctx, start: float) -> dict:
+    job, task, done = prepare(cfg, run_dir, overrides, ctx)
     if done is not None:
         if ctx.main:
             print(f"[normlab] {run_dir}: already {done['status']}, skipped")
         return done
-    trainer = build(job, config, task, run_dir, ctx)
+    trainer = build(job, task, run_dir, ctx)
+    config = job.config
     # --- from here on the run directory is written (rank 0 only) ---
     ck = trainer.resume()
     summary_path = run_dir / "summary.json"
@@ -154,7 +185,9 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = None) -
         curves.truncate_after(trainer.state.step if ck else 0)
         if job.logger.get("wandb"):
             wcfg = dict(job.logger)
-            wcfg.setdefault("run_name", f"{job.task.name}-{job.norm.name}-{job.seed}")
+            wcfg.setdefault("run_name", "-".join(filter(None, (job.task.name, job.norm.name, setting_label(job),
+                                                                 f"seed{job.seed}"))))
+            wcfg["tags"] = list(wcfg.get("tags") or []) + [f"{k}={v}" for k, v in short_setting(job).items()]
             wandb = WandbLogger(wcfg, config, str(run_dir), run_id=(ck or {}).get("wandb_id"))
             trainer.extra["wandb_id"] = wandb.run_id
         trainer.logger = MultiLogger(LocalLogger(curves), wandb)
@@ -170,7 +203,7 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = None) -
         if ctx.main:
             atomic_write_bytes(run_dir / "traceback.txt", traceback.format_exc().encode())
         if ctx.enabled:  # the other ranks may be blocked in a collective: end the whole job
-            _summarise(job, config, task, trainer, run_dir, status, error, {}, previous, start)
+            _summarise(job, task, trainer, run_dir, status, error, {}, previous, start)
             trainer.logger.close(1)
             raise
     if status != "failed" and (run_dir / "traceback.txt").exists() and ctx.main:
@@ -184,22 +217,23 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = None) -
         with torch.no_grad():
             test = task.test(trainer.module, run_dir)
         trainer.logger.log({"epoch": trainer.state.epoch, "split": "test", **test}, trainer.state.step)
-    summary = _summarise(job, config, task, trainer, run_dir, status, error, test, previous, start)
+    summary = _summarise(job, task, trainer, run_dir, status, error, test, previous, start)
     trainer.logger.close(0 if status == "completed" else 1)
     if ctx.main:
         print(f"[normlab] {run_dir}: {status}; valid={trainer.state.last_valid} test={test}")
     return summary
 
 
-def _summarise(job, config, task, trainer, run_dir, status, error, test, previous, start) -> dict:
+def _summarise(job, task, trainer, run_dir, status, error, test, previous, start) -> dict:
     st = trainer.state
     summary = {
         "status": status, "error": error, "task": job.task.name, "norm": job.norm.name,
-        "norm_options": config["norm"].get("options") or {}, "seed": job.seed, "scale": job.scale,
+        "norm_options": job.config["norm"].get("options") or {}, "seed": job.seed, "scale": job.scale,
+        "setting": short_setting(job),
         "name": job.name, "metric": task.metric, "higher_is_better": task.higher_is_better,
         "data": task.data_info, "steps": st.step, "epochs": st.epoch, "best_step": st.best_step,
         "stopped_early": st.stopped_early, "valid": st.last_valid, "test": test,
-        "best_valid_score": st.best, "wall_time_s": previous.get("wall_time_s", 0.0) + time.time() - start,
+        "best_valid_score": st.best, "best_valid": _valid_at(run_dir, st.best_step), "wall_time_s": previous.get("wall_time_s", 0.0) + time.time() - start,
         "train_time_s": st.train_time,
         "throughput": {f"{task.unit}_per_s": st.units / st.train_time if st.train_time else 0.0},
         "params": sum(p.numel() for p in trainer.module.parameters()), "versions": versions(),

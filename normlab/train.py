@@ -2,8 +2,10 @@
 
 Exit status of one job: 0 when it completed or diverged (a result, not an error); 1 when Hydra
 cannot compose the config; 2 for bad input (a config or data error, before anything is written);
-3 when training crashed (traceback.txt in the run directory). ``--multirun``: the number of
-failed jobs.
+3 when training crashed (traceback.txt in the run directory); 4 when another process is training
+the same run directory. ``--multirun``: the number of failed jobs (normlab.callbacks).
+The job's return value is its objective (normlab.runner.objective), so a Hydra sweeper that
+optimises (e.g. Optuna's) can use it; it also carries the job's status for the sweep summary.
 Under torchrun, a job that crashed ends the whole process group (its peers could be blocked in a
 collective), so a distributed sweep stops at the first crash; bad input still fails just that job.
 """
@@ -19,8 +21,12 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from .config import CONFIGS, explain_unknown_keys
-from .runner import USER_ERRORS, run
+from . import setting  # noqa: F401  (registers ${normlab.setting:} for hydra.run.dir)
+from .callbacks import Outcome, record_failure
+from .config import CONFIGS
+from .hints import explain_unknown_keys
+from .runlock import RunLocked
+from .runner import USER_ERRORS, objective, run
 
 
 def _rank() -> int:
@@ -28,15 +34,21 @@ def _rank() -> int:
 
 
 @hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name="train")
-def _main(cfg: DictConfig) -> str:
+def _main(cfg: DictConfig) -> Outcome:
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN
     run_dir = Path(hc.runtime.output_dir)
     try:
-        status = run(cfg, run_dir, list(hc.overrides.task))["status"]
-        if status == "failed" and not multirun:
+        summary = run(cfg, run_dir, list(hc.overrides.task))
+        if summary["status"] == "failed" and not multirun:
             sys.exit(3)  # traceback.txt is in the run directory
-        return status
+        return Outcome(objective(summary), summary["status"])
+    except RunLocked as e:
+        if _rank() == 0:
+            print(f"normlab: {e}", file=sys.stderr)
+        if not multirun:
+            sys.exit(4)
+        return Outcome(float("nan"), "locked")   # the run belongs to the other process: write nothing
     except USER_ERRORS as e:
         if _rank() == 0:
             print(f"normlab: error: {e}", file=sys.stderr)
@@ -49,9 +61,8 @@ def _main(cfg: DictConfig) -> str:
         traceback.print_exc()  # run() already wrote status "failed" and traceback.txt
         error = e
     if _rank() == 0:  # the sweep goes on; SweepSummary counts this job as failed
-        from .callbacks import record_failure
         record_failure(run_dir, cfg, error)
-    return "failed"
+    return Outcome(float("nan"), "failed")
 
 
 def main() -> None:

@@ -44,11 +44,11 @@ SWEEP_NORMS = "none,layernorm,layernorm_simple,detachnorm,detach_mean,detach_var
 
 def compose(task: str, norm: str, scale: str, data_dir: Path, cache: Path, extra=()):
     from hydra import compose as hydra_compose, initialize_config_dir
-    from normlab.config import resolve
+    from normlab.config import load_job
     overrides = [f"task={task}", f"norm={norm}", f"scale={scale}", "progress=false",
                  f"paths.data_dir={data_dir}", f"paths.cache_dir={cache}", f"paths.root={cache}/runs", *extra]
-    with initialize_config_dir(config_dir=str(REPO / "configs"), version_base="1.3"):
-        return resolve(hydra_compose("train", overrides=overrides), overrides)
+    with initialize_config_dir(config_dir=str(REPO / "normlab" / "configs"), version_base="1.3"):
+        return load_job(hydra_compose("train", overrides=overrides), overrides).cfg
 
 
 class Setup:

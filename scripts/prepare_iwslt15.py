@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from normlab.data.translation import read_lines, read_parallel  # noqa: E402
-from normlab.tasks.base import DataError  # noqa: E402
+from normlab.errors import DataError  # noqa: E402
 
 URL = "https://nlp.stanford.edu/projects/nmt/data/iwslt15.en-vi/"
 SPLITS = {"train": 133_317, "tst2012": 1_553, "tst2013": 1_268}

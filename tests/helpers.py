@@ -8,6 +8,8 @@ from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 
+from normlab.config import CONFIGS
+
 REPO = Path(__file__).resolve().parents[1]
 # Preprocessed-data cache shared by all tests: keys include the source files and options, so
 # sharing is safe, and it keeps IMDB's tokenization from running once per test.
@@ -18,7 +20,7 @@ def compose_cfg(overrides: list[str], tmp_path: Path, data_dir: Path | None = No
     """The composed train config with run/cache paths under tmp_path (no Hydra runtime needed)."""
     paths = [f"paths.root={tmp_path / 'runs'}", f"paths.cache_dir={TEST_CACHE}",
              f"paths.data_dir={data_dir or tmp_path / 'data'}"]
-    with initialize_config_dir(config_dir=str(REPO / "configs"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         return compose("train", overrides=["progress=false", *paths, *overrides])
 
 

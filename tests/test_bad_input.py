@@ -8,8 +8,9 @@ import tarfile
 import pytest
 
 from helpers import run_cli, run_job
-from normlab.config import ConfigError, explain_unknown_keys
-from normlab.tasks.base import DataError
+from normlab.errors import ConfigError
+from normlab.hints import explain_unknown_keys
+from normlab.errors import DataError
 
 RT = ["task=rt", "scale=smoke", "threads=1"]  # one thread: tests share two cores
 WORDS = "a fine film with heart and wit but the plot drags on too long sadly".split()
@@ -65,13 +66,12 @@ def expect(error, match, overrides, tmp, run_dir, before, data_dir=None):
     ("task.name=nope", r"unknown task 'nope'; valid tasks: .*imdb.*rt.*sst2"),
     ("norm.name=nope", r"unknown norm 'nope'; valid names: none, layernorm"),
     ("+norm.options.C=2", r"norm 'layernorm' has no option\(s\) \['C'\]; valid options: \['eps', 'numerics'"),
-    ("+task.train.lrr=0.1", r"unknown key\(s\) \['task.train.lrr'\].*did you mean task.train.lr\?"),
     ("task.model.heads=3", r"task.model.d_model=16: must be positive and divisible by task.model.heads=3; "
-                           r"choose heads in \[1, 2, 4, 8, 16\].*d_model set in configs/task/rt.yaml:\d+; "
+                           r"choose heads in \[1, 2, 4, 8, 16\].*d_model set in normlab/configs/preset/rt/smoke.yaml:\d+; "
                            r"task.model.heads set on the command line: task.model.heads=3"),
     ("task.train.lr=-0.001", r"task.train.lr=-0.001: the learning rate must be positive.*command line"),
+    ("+task.train.lrr=0.1", r"unknown key\(s\) \['task.train.lrr'\].*did you mean task.train.lr\?"),
     ("task.data.batch_size=0", r"task.data.batch_size=0: a batch needs a positive size"),
-    ("task.train.max_steps=many", r"task.train.max_steps='many': expected a int"),
     ("seed=-1", r"seed=-1: must be an integer >= 0"),
 ])
 def test_bad_config_is_refused_before_anything_is_written(existing, override, match):
@@ -85,23 +85,32 @@ model: {d_model: 16, heads: 2, ffn_dim: 32, layers: 1}
 train:
   max_steps: 2
   lr: -1.0e-3
-scales: {smoke: {}, mini: {}, paper: {}}
 """
 
 
 def test_bad_value_in_a_task_file_names_file_and_line(tmp_path, monkeypatch):
     import normlab.config as config
+    import normlab.hints as hints
     from hydra import compose, initialize_config_dir
-    root = tmp_path / "configs"
+    root = tmp_path / "normlab" / "configs"
     shutil.copytree(config.CONFIGS, root)
     (root / "task" / "rt.yaml").write_text(TASK_FILE)
-    monkeypatch.setattr(config, "CONFIGS", root)
+    monkeypatch.setattr(hints, "CONFIGS", root)
     with initialize_config_dir(config_dir=str(root), version_base="1.3"):
         cfg = compose("train", overrides=["task=rt", "scale=mini", *(f"paths.{k}={tmp_path}" for k in
                                                                       ("root", "data_dir", "cache_dir"))])
     with pytest.raises(ConfigError, match=r"task.train.lr=-0.001: the learning rate must be positive, e.g. 5e-4 "
-                                          r"\(task.train.lr set in configs/task/rt.yaml:6\)"):
-        config.resolve(cfg, [])
+                                          r"\(task.train.lr set in normlab/configs/task/rt.yaml:6\)"):
+        config.load_job(cfg, [])
+
+
+@pytest.mark.parametrize("override,match", [("task.train.lrr=0.1", "Could not override 'task.train.lrr'"),
+                                            ("task.train.max_steps=many", "merging override task.train.max_steps"),
+                                            ("task.data.reader={split_sed:7}", "override 'task.data.reader'")])
+def test_unknown_key_or_wrong_type_fails_at_compose(existing, override, match):
+    from hydra.errors import ConfigCompositionException
+    tmp, run_dir, before = existing
+    expect(ConfigCompositionException, match, [*RT, override], tmp, run_dir, before)
 
 
 def test_typo_in_a_command_line_key_lists_the_valid_keys():

@@ -17,7 +17,7 @@ from normlab.rundir import read_curves, read_json
 
 # dropout 0: one process and two draw different dropout masks for the same example.
 ARGS = ["task=synthetic_cls", "scale=smoke", "threads=1", "task.model.dropout=0", "task.train.max_steps=8"]
-RUN = "runs/smoke/default/synthetic_cls/layernorm/seed1"
+RUN = "runs/smoke/default/synthetic_cls/layernorm/dropout=0,max_steps=8/seed1"
 
 
 def torchrun(tmp_path, args, nproc=2, fault=None):

@@ -15,7 +15,7 @@ from normlab.data import enwik8
 from normlab.models.lm import TransformerLM
 from normlab.models.transformer import TransformerConfig
 from normlab.norms import NORMS, Norm, norm_factory
-from normlab.tasks.base import DataError
+from normlab.errors import DataError
 from normlab.tasks.lm import Enwik8Task
 
 PREFIX = 1_071_051  # bytes of the shipped enwik8_small (data README)
@@ -176,8 +176,8 @@ def test_smoke_run_per_norm(data_dir, tmp_path, norm):
 
 def test_paper_scale_is_the_transformer_xl_base_recipe(tmp_path):
     from helpers import compose_cfg
-    from normlab.config import resolve
-    job = resolve(compose_cfg(["task=enwik8", "scale=paper", "norm=adanorm"], tmp_path), [])
+    from normlab.config import load_job
+    job = load_job(compose_cfg(["task=enwik8", "scale=paper", "norm=adanorm"], tmp_path)).cfg
     m, t, d = job.task.model, job.task.train, job.task.data
     assert (m.layers, m.d_model, m.heads, m.ffn_dim, m.dropout, m.attn_dropout) == (12, 512, 8, 2048, 0.1, 0.0)
     assert m.normalize_before is False                       # Transformer-XL default: post-norm

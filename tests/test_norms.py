@@ -372,7 +372,7 @@ def test_grad_stats_channels_first():
 # ---------------------------------------------------------------------- 10. configs/norm/*.yaml
 
 def test_norm_configs_match_registry():
-    cfg_dir = REPO / "configs" / "norm"
+    cfg_dir = REPO / "normlab" / "configs" / "norm"
     files = {p.stem: p for p in cfg_dir.glob("*.yaml")}
     assert set(files) == set(NORMS), "a NORMS key without a config, or a config without a key"
     for key, path in files.items():

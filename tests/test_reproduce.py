@@ -13,7 +13,7 @@ from normlab.report.report import OWN_TABLES
 from normlab.report.runs import PER_LAYER_GRAD
 from normlab.report.tables import latex_escape
 
-EXPERIMENTS = REPO / "configs" / "experiment"
+EXPERIMENTS = REPO / "normlab" / "configs" / "experiment"
 TASKS8 = "iwslt14_de_en,iwslt15_en_vi,enwik8,imdb,rt,sst2,mnist,ptb"
 
 
@@ -22,7 +22,7 @@ def test_each_table_experiment_sweeps_exactly_its_norms(table, tmp_path):
     from hydra import compose, initialize_config_dir
     text = (EXPERIMENTS / f"{table}.yaml").read_text()
     assert text.startswith("# @package _global_")
-    with initialize_config_dir(config_dir=str(REPO / "configs"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(REPO / "normlab" / "configs"), version_base="1.3"):
         cfg = compose("train", overrides=[f"experiment={table}", "paths.root=/r"], return_hydra_config=True)
     params = cfg.hydra.sweeper.params
     assert params.norm.split(",") == TABLES[table][1]
@@ -34,7 +34,7 @@ def test_each_table_experiment_sweeps_exactly_its_norms(table, tmp_path):
 
 def test_the_full_grid_is_the_union_of_the_tables(tmp_path):
     from hydra import compose, initialize_config_dir
-    with initialize_config_dir(config_dir=str(REPO / "configs"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(REPO / "normlab" / "configs"), version_base="1.3"):
         cfg = compose("train", overrides=["experiment=xu2019", "hydra/launcher=submitit_slurm", "paths.root=/r"],
                       return_hydra_config=True)
     union = list(dict.fromkeys(n for _, norms in TABLES.values() for n in norms))
@@ -61,9 +61,11 @@ def reproduce(args, cwd, data_dir, timeout=600):
 
 def test_smoke_reproduction_writes_every_output_and_shows_divergence(tmp_path, data_dir):
     # A run forced to diverge (huge learning rate), placed where the grid expects it: the sweep
-    # skips it as finished and the tables must show it as Diverge, never as a number.
+    # skips it as finished and the tables must show it as Diverge, never as a number, in a row of
+    # its own (its hyperparameters differ from the grid's).
     run_cli(["task=synthetic_cls", "norm=layernorm", "seed=2", "scale=smoke", "name=xu2019",
-             "task.train.lr=1e6", "task.train.diverge_loss=100"], tmp_path, data_dir)
+             "task.train.lr=1e6", "task.train.diverge_loss=100",
+             f"hydra.run.dir={tmp_path}/runs/smoke/xu2019/synthetic_cls/layernorm/seed2"], tmp_path, data_dir)
     args = ["--scale", "smoke", "--tasks", "rt,synthetic_cls", "--seeds", "1,2", "--norms",
             "layernorm,layernorm_simple", "--jobs", "2", "--root", str(tmp_path / "runs")]
     out = reproduce(args, tmp_path, data_dir)
@@ -83,7 +85,8 @@ def test_smoke_reproduction_writes_every_output_and_shows_divergence(tmp_path, d
 
     rows = {r[0]: r for r in csv.reader((res / "table1.csv").read_text().splitlines())}
     assert rows["norm"] == ["norm", "rt acc↑", "rt (paper)", "synthetic_cls acc↑"]
-    assert rows["LayerNorm"][3].endswith("(1); Diverge (1/2) †")   # 1 completed, 1 diverged (other lr)
+    assert rows["LayerNorm"][3] .endswith("(1)") and "Diverge" not in rows["LayerNorm"][3]
+    assert rows["LayerNorm (diverge_loss=100.0, lr=1000000.0)"][3] == "Diverge (1/1)"
     assert rows["LayerNorm"][1].endswith("(2)") and " ± " in rows["LayerNorm"][1]
     assert rows["LayerNorm"][2] == "77.21" and rows["w/o Norm"][1] == "–"
     runs = list(csv.DictReader((res / "runs.csv").read_text().splitlines()))

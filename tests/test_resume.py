@@ -16,7 +16,7 @@ from normlab.rundir import Checkpoints, Curves, read_curves, read_json
 # 4 batches per epoch: 16 steps cross 3 epoch boundaries; dropout 0.1 makes the RNG state matter.
 ARGS = ["task=synthetic_cls", "scale=smoke", "threads=1", "task.train.max_steps=16", "task.train.checkpoint_every=2",
         "task.train.eval_every=5"]
-RUN = "runs/smoke/default/synthetic_cls/layernorm/seed1"
+RUN = "runs/smoke/default/synthetic_cls/layernorm/checkpoint_every=2,eval_every=5,max_steps=16/seed1"
 TIMING = ("examples_per_s", "tokens_per_s")
 
 

@@ -20,7 +20,7 @@ from normlab.models.seq2seq import TransformerSeq2Seq
 from normlab.models.transformer import TransformerConfig
 from normlab.norms import NORMS, norm_factory
 from normlab.search import SearchConfig, beam_search, greedy
-from normlab.tasks.base import DataError
+from normlab.errors import DataError
 from normlab.tasks.translation import TranslationTask, tokenized_bleu
 
 COMPONENTS = {"IWSLT14.TED.dev2010": 887, "IWSLT14.TEDX.dev2012": 1165, "IWSLT14.TED.tst2010": 1565,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from ..tasks.base import DataError
+from ..errors import DataError
 
 Split = dict[str, tuple[list[str], list[int]]]
 

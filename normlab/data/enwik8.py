@@ -18,7 +18,7 @@ from typing import Optional
 
 import torch
 
-from ..tasks.base import DataError
+from ..errors import DataError
 
 FULL_SIZE = 100_000_000
 # Looked up in this order: the raw file, the released zip, the prefix shipped for tests.

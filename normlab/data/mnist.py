@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from ..tasks.base import DataError
+from ..errors import DataError
 
 IMAGES_MAGIC, LABELS_MAGIC = 2051, 2049
 COUNTS = {"train": 60_000, "t10k": 10_000}

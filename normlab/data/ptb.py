@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from ..tasks.base import DataError
+from ..errors import DataError
 from .ptb_heads import HEAD_RULES, head_child, mrg_dependencies  # noqa: F401 (head rules stay importable from here)
 
 # Excluded from UAS/LAS, as in Chen & Manning (2014) and the CoNLL-X English setups: the PTB

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Iterator, Optional
 
-from ..tasks.base import DataError
+from ..errors import DataError
 
 # Collins (1999), appendix A: label -> (search direction, priority list). "left" scans the
 # children left to right for the first label of the list, then the second, ...; "right" scans

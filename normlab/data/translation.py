@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..tasks.base import DataError
+from ..errors import DataError
 from .bpe import learn_cached
 from .cache import cached
 from .text import PAD, UNK, Ragged, Vocab

@@ -14,12 +14,9 @@ vectors), Adam instead of AdaGrad (the trainer's optimizers), gold POS tags.
 from __future__ import annotations
 
 import math
-from typing import Sequence
-
 import torch
 from torch import nn
 
-from ..data.transitions import N_LABEL_FEATS, N_WORD_FEATS, Configuration
 from .transformer import NormFactory
 
 ACTIVATIONS = {"relu": torch.relu, "tanh": torch.tanh, "cube": lambda x: x * x * x}
@@ -28,18 +25,20 @@ ACTIVATIONS = {"relu": torch.relu, "tanh": torch.tanh, "cube": lambda x: x * x *
 class MLPParser(nn.Module):
     def __init__(self, n_words: int, n_tags: int, n_labels: int, norm: NormFactory, emb_dim: int = 50,
                  hidden: int = 200, layers: int = 3, dropout: float = 0.5, activation: str = "relu",
-                 labeled: bool = False):
+                 labeled: bool = False, n_word_feats: int = 18, n_label_feats: int = 12):
         super().__init__()
         if activation not in ACTIVATIONS:
             raise ValueError(f"task.model.activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
         if layers < 1:
             raise ValueError(f"task.model.layers must be >= 1, got {layers}")
-        self.n_labels, self.labeled = n_labels, labeled
+        # Feature counts come from the transition system (normlab.data.transitions), which stays
+        # out of models/: the model only scores feature vectors.
+        self.n_labels, self.labeled, self.n_word_feats = n_labels, labeled, n_word_feats
         self.word_emb = nn.Embedding(n_words, emb_dim)
         self.tag_emb = nn.Embedding(n_tags, emb_dim)
         # Label features: 0 = no arc yet, 1..n_labels = the arc's label.
         self.label_emb = nn.Embedding(n_labels + 1, emb_dim) if labeled else None
-        n_feats = 2 * N_WORD_FEATS + (N_LABEL_FEATS if labeled else 0)
+        n_feats = 2 * n_word_feats + (n_label_feats if labeled else 0)
         dims = [n_feats * emb_dim] + [hidden] * layers
         self.linears = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
         self.norms = nn.ModuleList(norm(hidden) for _ in range(layers))
@@ -53,7 +52,7 @@ class MLPParser(nn.Module):
             nn.init.zeros_(lin.bias)
 
     def forward(self, feats: torch.Tensor) -> torch.Tensor:  # (B, F) int64 -> (B, 2L+1)
-        k = N_WORD_FEATS
+        k = self.n_word_feats
         parts = [self.word_emb(feats[:, :k]), self.tag_emb(feats[:, k:2 * k])]
         if self.labeled:
             parts.append(self.label_emb(feats[:, 2 * k:]))
@@ -61,28 +60,3 @@ class MLPParser(nn.Module):
         for lin, norm in zip(self.linears, self.norms):
             x = self.drop(self.act(norm(lin(x))))          # (B, hidden)
         return self.out(x)
-
-
-@torch.no_grad()
-def greedy_parse(model: MLPParser, sentences: Sequence[tuple[Sequence[int], Sequence[int]]],
-                 chunk: int = 4096) -> list[Configuration]:
-    """Parse (word ids, tag ids) pairs (each with ROOT first and NULL last) greedily, all sentences
-    in one batch per transition step; illegal transitions are masked. Returns final configurations."""
-    device = next(model.parameters()).device
-    L = model.n_labels
-    configs = [Configuration(len(w) - 2) for w, _ in sentences]
-    active = [j for j, c in enumerate(configs) if not c.terminal()]
-    while active:
-        for start in range(0, len(active), chunk):
-            part = active[start:start + chunk]
-            feats = torch.tensor([configs[j].features(*sentences[j], model.labeled) for j in part],
-                                 dtype=torch.int64, device=device)
-            # A diverged model's NaN/inf scores must still yield a legal transition.
-            logits = torch.nan_to_num(model(feats).float(), nan=-1e30, posinf=1e30, neginf=-1e30)
-            legal = torch.tensor([configs[j].legal() for j in part], dtype=torch.bool, device=device)
-            mask = torch.cat([legal[:, :1], legal[:, 1:2].expand(-1, L), legal[:, 2:].expand(-1, L)], dim=1)
-            best = logits.masked_fill(~mask, float("-inf")).argmax(1).tolist()
-            for j, t in zip(part, best):
-                configs[j].apply(t, L)
-        active = [j for j in active if not configs[j].terminal()]
-    return configs

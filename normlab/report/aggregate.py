@@ -87,7 +87,8 @@ class Cell:
 
 
 def variant_key(run: Run) -> tuple[str, str]:
-    return run.norm, json.dumps(run.norm_options, sort_keys=True)
+    """A table row: the norm plus the hyperparameters varied from its defaults (e.g. C=2, lr)."""
+    return run.norm, json.dumps(run.setting, sort_keys=True)
 
 
 class Grid:
@@ -99,8 +100,8 @@ class Grid:
         self.cells: dict[tuple[str, tuple[str, str]], Cell] = {}
         for r in runs:
             self.cells.setdefault((self.column(r), variant_key(r)), Cell()).runs.append(r)
-        # a norm run with two option sets (e.g. AdaNorm C=1 and C=2) gets the differing options
-        # in its row label
+        # a norm run with two settings (e.g. AdaNorm C=1 and C=2, or two lrs) gets the differing
+        # keys in its row label
         opts: dict[str, list[dict]] = {}
         for _, (norm, o) in self.cells:
             if json.loads(o) not in opts.setdefault(norm, []):
@@ -131,7 +132,7 @@ class Grid:
     def label(self, variant: tuple[str, str]) -> str:
         norm, opts = variant
         base = NORM_LABELS.get(norm, norm)
-        if norm in self._differ:
+        if norm in self._differ and json.loads(opts):   # the norm's default setting keeps its plain name
             o = json.loads(opts)
             base += " (" + ", ".join(f"{k}={o.get(k, 'default')}" for k in self._differ[norm]) + ")"
         return base
@@ -140,9 +141,11 @@ class Grid:
         return self.cells.get((column, variant), Cell())
 
     def norm_cell(self, column: str, norm: str) -> Cell:
-        """All runs of ``norm`` in ``column`` when it has one option set; its first set otherwise."""
+        """The runs of ``norm`` in ``column`` at its default setting (nothing varied) when there are
+        such runs; its first setting otherwise (runs of a sweep over one norm's options)."""
         vs = [v for v in self.variants([norm]) if v[0] == norm]
-        return self.cell(column, vs[0])
+        default = [v for v in vs if v[1] == "{}" and self.cell(column, v).runs]
+        return self.cell(column, (default or vs)[0])
 
     def column_runs(self, column: str) -> list[Run]:
         return [r for (c, _), cell in self.cells.items() if c == column for r in cell.runs]

@@ -17,6 +17,7 @@ from .findings import METHOD, findings, findings_table, summary_lines
 from .gradstats import grad_table, has_probe
 from .paper_tables import TABLES, data_table, paper_tables, runs_table, summary_table
 from .runs import Run
+from .settings import settings_table
 
 
 def write_report(runs: list[Run], out: Path, figures: bool = True) -> dict:
@@ -29,6 +30,8 @@ def write_report(runs: list[Run], out: Path, figures: bool = True) -> dict:
     extra = [findings_table(grid, fs)] if fs else []
     if has_probe(grid):
         extra.append(grad_table(grid))
+    if (st := settings_table(grid)) is not None:
+        extra.append(st)
     extra += [data_table(grid), runs_table(grid)]
     written = {"tables": [], "figures": [], "captions": {}}
     for t in tables + extra:
@@ -47,7 +50,7 @@ def write_report(runs: list[Run], out: Path, figures: bool = True) -> dict:
     return written
 
 
-OWN_TABLES = ("summary", *TABLES, "findings", "grad_stats", "data", "runs")
+OWN_TABLES = ("summary", *TABLES, "findings", "grad_stats", "settings", "data", "runs")
 
 
 def _remove_stale(out: Path, written: dict) -> None:

@@ -68,6 +68,15 @@ class Run:
         return (self.config.get("norm") or {}).get("options") or {}
 
     @property
+    def setting(self) -> dict:
+        """What sets this run apart from its norm's other runs in one table: the varied
+        hyperparameters (summary "setting", normlab.setting); runs written before settings
+        existed fall back to their norm options."""
+        if "setting" in self.summary:
+            return self.summary["setting"] or {}
+        return self.norm_options
+
+    @property
     def metric(self) -> Optional[str]:
         return self.summary.get("metric")
 
@@ -137,7 +146,7 @@ def find_runs(paths: Iterable[Path]) -> list[Run]:
 def _warn_duplicates(runs: list[Run]) -> None:
     seen: dict[tuple, Path] = {}
     for r in runs:
-        key = (r.scale, r.task, r.norm, json.dumps(r.norm_options, sort_keys=True), r.seed)
+        key = (r.scale, r.task, r.norm, json.dumps(r.setting, sort_keys=True), r.seed)
         if key in seen:
             print(f"[normlab-report] warning: {r.path} and {seen[key]} are the same (scale, task, norm, "
                   "seed); both are counted", file=sys.stderr)

@@ -18,10 +18,6 @@ from torch import nn
 from ..models.transformer import NormFactory
 
 
-class DataError(ValueError):
-    """Missing or malformed data. The message names the file and how to fix it."""
-
-
 class Task(ABC):
     name: str = ""
     metric: str = ""                # main metric key, e.g. "acc", "bleu", "bpc", "uas"

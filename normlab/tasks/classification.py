@@ -11,7 +11,8 @@ from ..data.cache import cached
 from ..data.text import Ragged, Vocab, tokenize
 from ..models.classifier import TransformerClassifier
 from ..models.transformer import NormFactory, TransformerConfig
-from .base import DataError, Task, classification_eval
+from ..errors import DataError
+from .base import Task, classification_eval
 
 
 class ClassificationTask(Task):

@@ -18,7 +18,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ..config import ConfigError
+from ..errors import ConfigError
 from ..data import enwik8
 from ..data.batching import LazyBatches, epoch_generator
 from ..models.lm import TransformerLM

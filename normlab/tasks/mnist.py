@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..config import ConfigError
+from ..errors import ConfigError
 from ..data import mnist
 from ..data.batching import LazyBatches, epoch_generator
 from ..data.cache import cached

@@ -16,20 +16,22 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
+from typing import Sequence
 
 import torch
 import torch.nn.functional as F
 
-from ..config import ConfigError
+from ..errors import ConfigError
 from ..data import ptb
 from ..data.batching import LazyBatches, epoch_generator
 from ..data.cache import cached
 from ..data.text import Ragged
-from ..data.transitions import N_LABEL_FEATS, N_WORD_FEATS, oracle_examples
-from ..models.parser import MLPParser, greedy_parse
+from ..data.transitions import N_LABEL_FEATS, N_WORD_FEATS, Configuration, oracle_examples
+from ..models.parser import MLPParser
 from ..models.transformer import NormFactory
 from ..rundir import atomic_write_bytes
-from .base import DataError, Task
+from ..errors import DataError
+from .base import Task
 
 SPLITS = ("train", "valid", "test")
 NULL, ROOT, UNK = 0, 1, 2          # special ids shared by the word and tag vocabularies
@@ -134,7 +136,7 @@ class PTBParsingTask(Task):
     # --- model and training ----------------------------------------------------------------------
     def build_model(self, norm: NormFactory) -> MLPParser:
         return MLPParser(len(self.words), len(self.tags), len(self.label_names), norm, labeled=self.labeled,
-                         **dict(self.cfg.model))
+                         n_word_feats=N_WORD_FEATS, n_label_feats=N_LABEL_FEATS, **dict(self.cfg.model))
 
     def _examples(self, split: str, generator=None, batch_size: int = 0) -> LazyBatches:
         sp = self.splits[split]
@@ -200,3 +202,28 @@ class PTBParsingTask(Task):
             lines.append("")
         atomic_write_bytes(Path(run_dir) / "test_predictions.conllx", ("\n".join(lines) + "\n").encode())
         return metrics
+
+
+@torch.no_grad()
+def greedy_parse(model: MLPParser, sentences: Sequence[tuple[Sequence[int], Sequence[int]]],
+                 chunk: int = 4096) -> list[Configuration]:
+    """Parse (word ids, tag ids) pairs (each with ROOT first and NULL last) greedily, all sentences
+    in one batch per transition step; illegal transitions are masked. Returns final configurations."""
+    device = next(model.parameters()).device
+    L = model.n_labels
+    configs = [Configuration(len(w) - 2) for w, _ in sentences]
+    active = [j for j, c in enumerate(configs) if not c.terminal()]
+    while active:
+        for start in range(0, len(active), chunk):
+            part = active[start:start + chunk]
+            feats = torch.tensor([configs[j].features(*sentences[j], model.labeled) for j in part],
+                                 dtype=torch.int64, device=device)
+            # A diverged model's NaN/inf scores must still yield a legal transition.
+            logits = torch.nan_to_num(model(feats).float(), nan=-1e30, posinf=1e30, neginf=-1e30)
+            legal = torch.tensor([configs[j].legal() for j in part], dtype=torch.bool, device=device)
+            mask = torch.cat([legal[:, :1], legal[:, 1:2].expand(-1, L), legal[:, 2:].expand(-1, L)], dim=1)
+            best = logits.masked_fill(~mask, float("-inf")).argmax(1).tolist()
+            for j, t in zip(part, best):
+                configs[j].apply(t, L)
+        active = [j for j in active if not configs[j].terminal()]
+    return configs

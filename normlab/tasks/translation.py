@@ -21,7 +21,7 @@ import sacrebleu
 import torch
 import torch.nn.functional as F
 
-from ..config import ConfigError
+from ..errors import ConfigError
 from ..data.batching import LazyBatches, bucket_batches, epoch_generator, pad
 from ..data.bpe import remove_bpe
 from ..data.translation import EOS, load_corpus
@@ -29,7 +29,8 @@ from ..models.seq2seq import TransformerSeq2Seq
 from ..models.transformer import NormFactory, TransformerConfig
 from ..rundir import atomic_write_bytes
 from ..search import SearchConfig, decode
-from .base import DataError, Task
+from ..errors import DataError
+from .base import Task
 
 MODEL_KEYS = ("share_all_embeddings", "share_decoder_input_output", "decoder_layers", "max_positions")
 

@@ -1,0 +1,114 @@
+"""A job's *setting*: the hyperparameters that differ from its task/norm/scale defaults.
+
+The setting names the run directory (``runs/mini/default/rt/adanorm/C=2,lr=0.001/seed1``), the
+report's rows and the wandb run name, so that a sweep over any key gives every point its own run.
+It is a diff of the job's config against the config Hydra composes for the same task, norm and
+scale with no other override, so it does not matter how a value was set (``key=``, a dict
+override, ``+key=``, an experiment file) and a value set to its default adds nothing.
+Excluded: the grid keys (task, norm, scale, seed), the experiment ``name`` and runtime keys that
+do not change a result (paths, logger, device, progress, threads).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from typing import Any
+
+from omegaconf import OmegaConf
+
+DELETED = "~"   # a key of the defaults that the job removed (~key on the command line)
+EXCLUDED = {"task.name", "norm.name", "scale", "seed", "name", "paths", "logger", "device", "progress", "threads"}
+MAX_SEGMENT = 120
+
+
+@functools.lru_cache(maxsize=64)
+def _defaults_json(task: str, norm: str, scale: str) -> str:
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from .config import CONFIGS
+
+    overrides = [f"task={task}", f"norm={norm}", f"scale={scale}"]
+    if GlobalHydra.instance().is_initialized():   # inside normlab-train: Hydra's own search path
+        cfg = compose("train", overrides=overrides)
+    else:
+        with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+            cfg = compose("train", overrides=overrides)
+    # Resolved key by key: runtime keys such as paths may interpolate ${hydra:...}, absent here.
+    return json.dumps({k: OmegaConf.to_container(cfg[k], resolve=True) if OmegaConf.is_config(cfg[k]) else cfg[k]
+                       for k in cfg if k not in EXCLUDED})
+
+
+def _plain(config: dict) -> dict:
+    return {k: v for k, v in config.items() if k not in EXCLUDED and k != "hydra"}
+
+
+def _flatten(node: Any, prefix: str, out: dict) -> dict:
+    if isinstance(node, dict) and node:
+        for k, v in node.items():
+            key = f"{prefix}.{k}" if prefix else str(k)
+            if key not in EXCLUDED:
+                _flatten(v, key, out)
+    else:
+        out[prefix] = node
+    return out
+
+
+def varied(config: dict) -> dict:
+    """{dotted key: value} for every leaf that differs from the defaults (DELETED if removed)."""
+    task, norm = config["task"]["name"], config["norm"]["name"]
+    base = _flatten(json.loads(_defaults_json(task, norm, str(config["scale"]))), "", {})
+    job = _flatten(_plain(config), "", {})
+    out = {k: v for k, v in job.items() if k not in base or base[k] != v}
+    out.update({k: DELETED for k in base if k not in job and not any(j.startswith(k + ".") for j in job)})
+    return dict(sorted(out.items()))
+
+
+def short_names(setting: dict, config: dict) -> dict:
+    """Each dotted key by its shortest suffix that names one leaf of ``config``: lr, C, eval.max_len."""
+    leaves = list(_flatten(config, "", {})) + list(setting)
+    out = {}
+    for key in setting:
+        parts = key.split(".")
+        for n in range(1, len(parts) + 1):
+            suffix = ".".join(parts[-n:])
+            if sum(1 for k in set(leaves) if k == suffix or k.endswith("." + suffix)) == 1:
+                break
+        out[suffix] = setting[key]
+    return out
+
+
+def _value(v: Any) -> str:
+    if v == DELETED:
+        return ""
+    if isinstance(v, bool) or v is None:
+        return json.dumps(v)
+    if isinstance(v, (list, dict)):
+        return json.dumps(v, separators=(",", ":"))
+    return str(v)
+
+
+def label(setting: dict, config: dict) -> str:
+    """``C=2,lr=0.001`` (``~key`` for a removed key); '' when nothing varies."""
+    items = [f"~{k}" if v == DELETED else f"{k}={_value(v)}" for k, v in short_names(setting, config).items()]
+    return ",".join(items)
+
+
+def segment(config: dict) -> str:
+    """The run-path segment for ``config`` ('' or 'C=2,lr=0.001/'), safe as one folder name."""
+    text = label(varied(config), config).replace("/", "%2F")
+    if len(text) > MAX_SEGMENT:   # a folder name stays readable and well under the 255-byte limit
+        digest = hashlib.sha1(text.encode()).hexdigest()[:10]
+        text = f"{text[:MAX_SEGMENT - 11]}~{digest}"
+    return f"{text}/" if text else ""
+
+
+def _resolver(*, _root_) -> str:
+    config = {k: OmegaConf.to_container(_root_[k], resolve=True) if OmegaConf.is_config(_root_[k]) else _root_[k]
+              for k in _root_ if k != "hydra" and k not in EXCLUDED - {"scale"}}
+    return segment(config)
+
+
+# ${normlab.setting:} in hydra.run.dir / hydra.sweep.subdir (configs/hydra/default.yaml).
+OmegaConf.register_new_resolver("normlab.setting", _resolver, replace=True, use_cache=False)
