@@ -2,7 +2,7 @@
 """``make demo``: a real end-to-end job with no download.
 
 Trains three norm variants (none, layernorm, layernorm_simple) with two seeds on the GENERATED
-counting task (configs/task/synthetic_cls.yaml) through a Hydra multirun, then writes the report:
+counting task (normlab/configs/task/synthetic_cls.yaml) through a Hydra multirun, then writes the report:
 a task x norm table (printed, and as Markdown/CSV/LaTeX) and loss-curve figures under
 runs/demo/report/. Re-running skips finished runs.
 """

@@ -6,7 +6,7 @@
 1. The grid is tasks x (the norms of the chosen tables) x seeds. Runs live in
    <root>/<scale>/xu2019/<task>/<norm>/seed<k>, shared by every table.
 2. If any run of the grid has no final summary (completed or diverged), one Hydra sweep
-   (configs/experiment/xu2019.yaml: joblib launcher, --jobs jobs, cores/jobs torch threads each)
+   (normlab/configs/experiment/xu2019.yaml: joblib launcher, --jobs jobs, cores/jobs torch threads each)
    runs the grid: the runner skips finished runs and resumes interrupted or failed ones.
 3. The grid's runs are copied, compactly (runs.export), to <out>/runs/, and the report
    (normlab.report.write_report) is written from those copies, so `normlab-report <out>/runs
@@ -38,7 +38,7 @@ from normlab.report.runs import FINAL, export  # noqa: E402
 from normlab.rundir import atomic_write_bytes, write_json  # noqa: E402
 
 ALL_TASKS = "iwslt14_de_en,iwslt15_en_vi,enwik8,imdb,rt,sst2,mnist,ptb"
-NAME = "xu2019"  # configs/experiment/xu2019.yaml's run name
+NAME = "xu2019"  # normlab/configs/experiment/xu2019.yaml's run name
 
 
 def parse(argv):

@@ -93,3 +93,27 @@ def test_cfg_job_shows_the_scale_preset(tmp_path):
     assert cfg["task"]["train"]["max_steps"] == 6 and cfg["task"]["data"]["reader"] == {"split_seed": 7}
     assert cfg["scale"] == "smoke"
     assert REPO.exists()
+
+
+def test_a_wheel_carries_its_configs(tmp_path):
+    """A non-editable install (pip install ., a wheel) composes from the configs inside the package,
+    from any working directory, with normlab's sweeper plugin found."""
+    import os
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(REPO),
+                    "-w", str(tmp_path / "wheel")], check=True, capture_output=True)
+    wheel = next((tmp_path / "wheel").glob("normlab-*.whl"))
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(tmp_path / "site"),
+                    str(wheel)], check=True, capture_output=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
+    # -P: the working directory is not on sys.path, so normlab can only come from the wheel
+    out = subprocess.run([sys.executable, "-P", "-c", "import normlab, sys; print(normlab.__file__); "
+                          "sys.argv = ['normlab-train', 'task=rt', 'scale=smoke', '--cfg', 'job']; "
+                          "from normlab.train import main; main()"],
+                         cwd=elsewhere, env=env, capture_output=True, text=True, check=True).stdout
+    assert out.startswith(str(tmp_path / "site" / "normlab"))
+    assert yaml.safe_load(out.split("\n", 1)[1])["task"]["model"]["d_model"] == 16
+    out = subprocess.run([sys.executable, "-P", "-m", "normlab.train", "task=rt", "--info", "plugins"],
+                         cwd=elsewhere, env=env, capture_output=True, text=True, check=True).stdout
+    assert "NormlabSweeper" in out

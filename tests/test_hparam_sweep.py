@@ -75,7 +75,7 @@ def test_second_process_on_the_same_run_directory_stops_with_a_message(tmp_path)
                 pass
         out = run_cli(BASE, tmp_path, check=False)
         assert out.returncode == 4 and "being trained by another process" in out.stderr
-        assert not run_dir.exists()                 # the refused job wrote nothing
+        assert list(run_dir.iterdir()) == []        # the refused job wrote nothing (Hydra made the folder)
         assert run_dir.parent.joinpath(".seed1.lock").exists()
     assert not run_dir.parent.joinpath(".seed1.lock").exists()
     with RunLock(run_dir):     # released: a later process gets it

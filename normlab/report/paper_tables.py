@@ -1,6 +1,6 @@
 """The paper's tables (and the beyond-the-paper one) plus the run-level tables, built from a Grid.
 
-TABLES is the one definition of which norms each table compares; configs/experiment/<key>.yaml
+TABLES is the one definition of which norms each table compares; normlab/configs/experiment/<key>.yaml
 sweep exactly these norms (tests/test_reproduce.py checks that they agree).
 """
 from __future__ import annotations

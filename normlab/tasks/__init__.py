@@ -1,4 +1,4 @@
-"""TASKS: task key -> "module:Class". Adding a task: one module plus one configs/task/<key>.yaml."""
+"""TASKS: task key -> "module:Class". Adding a task: one module plus normlab/configs/task/<key>.yaml (and preset/<key>/<scale>.yaml)."""
 from __future__ import annotations
 
 import importlib

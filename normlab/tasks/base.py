@@ -2,7 +2,7 @@
 
 A task knows its data (read from the dataset's released format under ``data_dir``), builds its
 model from a norm factory, computes its training loss, and evaluates its metric. Adding a task is
-one module implementing this class plus one ``configs/task/<name>.yaml``. ``classification_eval``
+one module implementing this class plus ``normlab/configs/task/<name>.yaml`` and its presets. ``classification_eval``
 is the evaluation loop that the text classification and MNIST tasks share.
 """
 from __future__ import annotations
