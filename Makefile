@@ -22,7 +22,7 @@ install:  ## create .venv and install normlab with pinned dependencies
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -c constraints.txt -e ".[dev,wandb,launchers]"
+	$(PY) -m pip install -q -c constraints.txt -e ".[dev,wandb,tensorboard,dashboard,launchers]"
 	@# build the C++ CPU norm kernels now (~20 s, once) rather than in the first run
 	$(PY) -c "from normlab.norms import native; print('native norm kernels:', native.describe())"
 

@@ -22,7 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from . import __version__, distributed
 from .config import ConfigError, resolve, same_experiment, train_config
-from .loggers import LocalLogger, MultiLogger, WandbLogger
+from .loggers import make_loggers
 from .norms import norm_factory
 from .rundir import Checkpoints, Curves, atomic_write_bytes, read_json, read_yaml, write_json, write_yaml
 from .tasks import get_task_class
@@ -122,7 +122,7 @@ class _Silent:
     def log(self, metrics: dict, step: int) -> None:
         pass
 
-    def close(self, exit_code: int = 0) -> None:
+    def close(self, exit_code: int = 0, summary: Optional[dict] = None) -> None:
         pass
 
 
@@ -146,18 +146,12 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = None) -
     summary_path = run_dir / "summary.json"
     previous = read_json(summary_path) if ctx.main and summary_path.exists() else {}
     curves = Curves(run_dir / "curves.jsonl")
-    wandb = None
     if ctx.main:
         run_dir.mkdir(parents=True, exist_ok=True)
         write_yaml(run_dir / "config.yaml", config)
         trainer.ckpt.remove_temp()
         curves.truncate_after(trainer.state.step if ck else 0)
-        if job.logger.get("wandb"):
-            wcfg = dict(job.logger)
-            wcfg.setdefault("run_name", f"{job.task.name}-{job.norm.name}-{job.seed}")
-            wandb = WandbLogger(wcfg, config, str(run_dir), run_id=(ck or {}).get("wandb_id"))
-            trainer.extra["wandb_id"] = wandb.run_id
-        trainer.logger = MultiLogger(LocalLogger(curves), wandb)
+        trainer.logger = make_loggers(job, config, run_dir, curves, task, ck, trainer.extra, overrides)
     else:
         trainer.logger = _Silent()
     status, error = "completed", None
@@ -185,7 +179,7 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = None) -
             test = task.test(trainer.module, run_dir)
         trainer.logger.log({"epoch": trainer.state.epoch, "split": "test", **test}, trainer.state.step)
     summary = _summarise(job, config, task, trainer, run_dir, status, error, test, previous, start)
-    trainer.logger.close(0 if status == "completed" else 1)
+    trainer.logger.close(0 if status == "completed" else 1, summary)
     if ctx.main:
         print(f"[normlab] {run_dir}: {status}; valid={trainer.state.last_valid} test={test}")
     return summary
