@@ -18,6 +18,11 @@ export NORMLAB_DATA ?= $(abspath ../shared/data)
 help:  ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 
+# A fresh clone: the targets that run Python depend on the venv's interpreter, so `make demo` or
+# `make test` installs first when .venv is missing (and only then).
+$(PY):
+	$(MAKE) install
+
 install:  ## create .venv and install normlab with pinned dependencies
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
@@ -26,25 +31,25 @@ install:  ## create .venv and install normlab with pinned dependencies
 	@# build the C++ CPU norm kernels now (~20 s, once) rather than in the first run
 	$(PY) -c "from normlab.norms import native; print('native norm kernels:', native.describe())"
 
-demo:  ## train 3 norms on generated data (no download), print a table, write a loss-curve figure
+demo: $(PY)  ## train 3 norms on generated data (no download), print a table, write a loss-curve figure
 	$(PY) scripts/demo.py
 
-test:  ## run the test suite (real data from NORMLAB_DATA, default ../shared/data)
+test: $(PY)  ## run the test suite (real data from NORMLAB_DATA, default ../shared/data)
 	$(PY) -m pytest -q
 
-test-slow:  ## run only the slow tests (longer end-to-end runs)
+test-slow: $(PY)  ## run only the slow tests (longer end-to-end runs)
 	$(PY) -m pytest -q -m slow
 
-train:  ## one job: make train TASK=rt NORM=adanorm SEED=1 SCALE=mini
+train: $(PY)  ## one job: make train TASK=rt NORM=adanorm SEED=1 SCALE=mini
 	$(VENV)/bin/normlab-train task=$(TASK) norm=$(NORM) seed=$(SEED) scale=$(SCALE)
 
-sweep:  ## task x norm x seed grid: make sweep TASKS=rt NORMS=layernorm,layernorm_simple SEEDS=1,2,3
+sweep: $(PY)  ## task x norm x seed grid: make sweep TASKS=rt NORMS=layernorm,layernorm_simple SEEDS=1,2,3
 	$(VENV)/bin/normlab-train --multirun task=$(TASKS) norm=$(or $(NORMS),layernorm,layernorm_simple) seed=$(SEEDS) scale=$(SCALE)
 
-reproduce-table:  ## the paper's tables/figures: make reproduce-table [SCALE=mini|paper] [TASKS=...] [SEEDS=...]
+reproduce-table: $(PY)  ## the paper's tables/figures: make reproduce-table [SCALE=mini|paper] [TASKS=...] [SEEDS=...]
 	$(PY) scripts/reproduce.py --scale $(SCALE) --tasks $(TASKS) --seeds $(SEEDS) --jobs $(JOBS)
 
-bench:  ## norm-layer, training-step and data-cache benchmarks (ratios)
+bench: $(PY)  ## norm-layer, training-step and data-cache benchmarks (ratios)
 	$(PY) scripts/bench_norms.py
 	$(PY) scripts/bench_step.py
 	$(PY) scripts/bench_data.py
