@@ -1,4 +1,6 @@
-"""Progress of a sweep that runs in another process: runs done / total with an ETA, read from the
+"""Progress: tqdm bars for a job's long loops (evaluation, decoding, BPE learning), on when the
+job's ``progress=true`` (the runner sets it once, so tasks need no flag passed down); and the
+progress of a sweep that runs in another process: runs done / total with an ETA, read from the
 run directories (a run is done when its summary.json is final), printed as one line per change so
 that it reads well in a log file and between the jobs' own output."""
 from __future__ import annotations
@@ -8,6 +10,26 @@ import sys
 import time
 from pathlib import Path
 from typing import Callable, Optional
+
+
+_BARS = {"on": False}
+
+
+def enable_bars(on: bool) -> None:
+    _BARS["on"] = bool(on)
+
+
+def bars_enabled() -> bool:
+    return _BARS["on"]
+
+
+def bar(iterable, desc: str, **kwargs):
+    """``iterable`` wrapped in a tqdm bar that disappears when done (the training bar stays), or
+    returned as is when bars are off, so a sweep's logs hold no bar at all."""
+    if not _BARS["on"]:
+        return iterable
+    from tqdm import tqdm
+    return tqdm(iterable, desc=desc, leave=False, dynamic_ncols=True, **kwargs)
 
 
 def _duration(s: float) -> str:

@@ -24,6 +24,7 @@ from . import __version__, distributed
 from .config import ConfigError, resolve, same_experiment, train_config
 from .loggers import make_loggers
 from .norms import norm_factory
+from .progress import enable_bars
 from .rundir import Checkpoints, Curves, atomic_write_bytes, read_json, read_yaml, write_json, write_yaml
 from .tasks import get_task_class
 from .tasks.base import DataError
@@ -90,6 +91,7 @@ def prepare(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = Non
     except ValueError as e:
         raise ConfigError(f"task.name: {e} (configs/task/<name>.yaml)") from None
     config = OmegaConf.to_container(job, resolve=True)
+    enable_bars(bool(job.progress) and ctx.main)  # evaluation, decoding and BPE bars (normlab/progress.py)
     done = distributed.on_main(ctx, lambda: check_run_dir(run_dir, config), USER_ERRORS)
     if done is not None:
         return job, config, None, done

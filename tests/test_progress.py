@@ -34,3 +34,33 @@ def test_watch_returns_the_exit_status_and_reports_the_final_count(tmp_path, cap
     assert watch(proc, p, every=0.05) == 3
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("[reproduce] 0/1 runs done") and out[-1].startswith("[reproduce] 1/1 runs done")
+
+
+def test_progress_true_shows_evaluation_bars_and_false_shows_none(tmp_path, capsys):
+    from helpers import run_job
+    args = ["task=synthetic_cls", "scale=smoke", "threads=1"]
+    run_job([*args, "progress=true"], tmp_path / "on")
+    err = capsys.readouterr().err
+    assert "evaluate valid" in err and "evaluate test" in err
+    run_job([*args, "progress=false"], tmp_path / "off")
+    err = capsys.readouterr().err
+    assert "evaluate" not in err and "%|" not in err
+
+
+def test_bpe_learning_bar_follows_the_switch(monkeypatch):
+    from tokenizers import trainers
+
+    from normlab import progress
+    from normlab.data.bpe import JointBPE
+    seen = []
+    real = trainers.BpeTrainer
+
+    def spy(**kw):
+        seen.append(kw["show_progress"])
+        return real(**kw)
+    monkeypatch.setattr(trainers, "BpeTrainer", spy)
+    for on in (True, False):
+        progress.enable_bars(on)
+        JointBPE.learn(["a b a b c", "a b d"], merges=2)
+    progress.enable_bars(False)
+    assert seen == [True, False]

@@ -29,6 +29,7 @@ from ..data.transitions import N_LABEL_FEATS, N_WORD_FEATS, oracle_examples
 from ..models.parser import MLPParser, greedy_parse
 from ..models.transformer import NormFactory
 from ..rundir import atomic_write_bytes
+from ..progress import bar
 from .base import DataError, Task
 
 SPLITS = ("train", "valid", "test")
@@ -166,7 +167,7 @@ class PTBParsingTask(Task):
         """(metrics, the final parser configurations of the split's sentences)."""
         device = next(model.parameters()).device
         total, n = 0.0, 0
-        for feats, gold in self._examples(split, batch_size=4096):
+        for feats, gold in bar(self._examples(split, batch_size=4096), f"evaluate {split}", unit="batch"):
             logits = model(feats.to(device))
             total += F.cross_entropy(logits.float(), gold.to(device), reduction="sum").item()
             n += gold.numel()
