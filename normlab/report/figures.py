@@ -78,7 +78,8 @@ def figure(grid: Grid, key: str, title: str, norms: Optional[list[str]], panels:
                "training step. " + (f"Left out, not completed: {shown}. " if left else "")
                + data_sentence(grid, columns))
     w, h = 4.2 * len(panels), 2.8 * len(columns)
-    fig, axes = plt.subplots(len(columns), len(panels), figsize=(w, h), squeeze=False)
+    # constrained layout places the title right above the first row whatever the row count
+    fig, axes = plt.subplots(len(columns), len(panels), figsize=(w, h), squeeze=False, layout="constrained")
     for i, c in enumerate(columns):
         for j, panel in enumerate(panels):
             ax = axes[i][j]
@@ -100,7 +101,6 @@ def figure(grid: Grid, key: str, title: str, norms: Optional[list[str]], panels:
             if ax.has_data() and j == len(panels) - 1:  # one legend per task, outside its last panel
                 ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), handlelength=3)
     fig.suptitle(title, fontsize=11)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / h))  # leave the title ~0.45 in, whatever the row count
     out.mkdir(parents=True, exist_ok=True)
     for ext, kw in (("png", {"dpi": 120}), ("pdf", {"metadata": {"CreationDate": None, "ModDate": None}})):
         fig.savefig(out / f"{key}.{ext}", bbox_inches="tight", **kw)  # grows to hold the outside legends
