@@ -13,7 +13,7 @@ NORM ?= layernorm
 SEED ?= 1
 export NORMLAB_DATA ?= $(abspath ../shared/data)
 
-.PHONY: help install demo test test-slow train sweep reproduce-table bench clean
+.PHONY: help install demo test test-slow train sweep reproduce-table bench clean fairseq-env test-fairseq
 
 help:  ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -57,3 +57,19 @@ bench: $(PY)  ## norm-layer, training-step and data-cache benchmarks (ratios)
 clean:  ## remove caches and local run outputs (not results/)
 	rm -rf .cache runs outputs multirun .pytest_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+# fairseq in its own venv: fairseq-fixed 0.12.3.1 pins hydra-core==1.3.2 (normlab's pins say 1.3.8)
+FAIRSEQ_VENV ?= .venv-fairseq
+FAIRSEQ_PY := $(FAIRSEQ_VENV)/bin/python
+
+$(FAIRSEQ_PY):
+	$(MAKE) fairseq-env
+
+fairseq-env:  ## .venv-fairseq: fairseq-fixed 0.12.3.1 + normlab for the fairseq plugin (~4 min, once)
+	test -x $(FAIRSEQ_PY) || python3 -m venv $(FAIRSEQ_VENV)
+	$(FAIRSEQ_PY) -m pip install -q --upgrade pip
+	$(FAIRSEQ_PY) -m pip install -q "$(TORCH_SPEC)"
+	$(FAIRSEQ_PY) -m pip install -q -c constraints-fairseq.txt "fairseq-fixed==0.12.3.1" pytest -e .
+
+test-fairseq: $(FAIRSEQ_PY)  ## the fairseq plugin's tests (tests/fairseq/), in .venv-fairseq
+	$(FAIRSEQ_PY) -m pytest -q -o addopts="" tests/fairseq
