@@ -1,6 +1,7 @@
 """make reproduce-table's progress line: runs done / total and an ETA from this sweep's rate."""
 import subprocess
 import sys
+from pathlib import Path
 
 from normlab.progress import RunProgress, watch
 
@@ -64,3 +65,29 @@ def test_bpe_learning_bar_follows_the_switch(monkeypatch):
         JointBPE.learn(["a b a b c", "a b d"], merges=2)
     progress.enable_bars(False)
     assert seen == [True, False]
+
+
+def test_one_line_before_a_first_native_kernel_build_and_none_after(tmp_path, monkeypatch, capsys):
+    from torch.utils import cpp_extension
+
+    from normlab.norms import native
+    builds = []
+
+    def fake_load(name, sources, build_directory, **kw):  # a real build takes 20-90 s
+        builds.append(build_directory)
+        (Path(build_directory) / f"{name}.so").write_bytes(b"")
+        return object()
+    monkeypatch.setenv("NORMLAB_EXT_DIR", str(tmp_path / "ext"))
+    monkeypatch.setenv("NORMLAB_NATIVE", "1")
+    monkeypatch.setattr(cpp_extension, "load", fake_load)
+    saved = dict(native._state)
+    try:
+        for _ in range(2):
+            native._state.pop("mod", None)
+            assert native.load() is not None
+    finally:
+        native._state.clear()
+        native._state.update(saved)
+    err = capsys.readouterr().err
+    assert len(builds) == 2
+    assert err.count("building normlab's CPU norm kernels once, ~20 s") == 1  # the second finds the .so
