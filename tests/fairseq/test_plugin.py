@@ -82,4 +82,5 @@ def test_short_fairseq_train_runs_with_adanorm(data_bin, tmp_path):
     assert out.returncode == 0, log[-4000:]
     assert "AdaNorm" in log or "adanorm" in log  # the model printout shows the swapped norms
     losses = [float(x) for x in re.findall(r"valid on 'valid' subset \| loss ([0-9.]+)", log)]
+    print("fairseq valid loss after 12 updates:", losses)  # reported by make test-fairseq -s
     assert losses and 0 < losses[-1] < 20, log[-3000:]

@@ -1,6 +1,7 @@
-"""``normlab_translation``: fairseq's translation task whose models get normlab's norms."""
-from __future__ import annotations
+"""``normlab_translation``: fairseq's translation task whose models get normlab's norms.
 
+No ``from __future__ import annotations`` here: fairseq builds its command line from the config
+dataclass's field types, which must be real types, not strings."""
 from dataclasses import dataclass, field
 
 from fairseq.tasks import register_task
