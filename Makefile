@@ -13,38 +13,43 @@ NORM ?= layernorm
 SEED ?= 1
 export NORMLAB_DATA ?= $(abspath ../shared/data)
 
-.PHONY: help install demo test test-slow train sweep reproduce-table bench clean
+.PHONY: help install demo test test-slow train sweep reproduce-table bench clean fairseq-env test-fairseq
 
 help:  ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
+
+# A fresh clone: the targets that run Python depend on the venv's interpreter, so `make demo` or
+# `make test` installs first when .venv is missing (and only then).
+$(PY):
+	$(MAKE) install
 
 install:  ## create .venv and install normlab with pinned dependencies
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -c constraints.txt -e ".[dev,wandb,launchers,tune]"
+	$(PY) -m pip install -q -c constraints.txt -e ".[dev,wandb,tensorboard,dashboard,launchers,tune]"
 	@# build the C++ CPU norm kernels now (~20 s, once) rather than in the first run
 	$(PY) -c "from normlab.norms import native; print('native norm kernels:', native.describe())"
 
-demo:  ## train 3 norms on generated data (no download), print a table, write a loss-curve figure
+demo: $(PY)  ## train 3 norms on generated data (no download), print a table, write a loss-curve figure
 	$(PY) scripts/demo.py
 
-test:  ## run the test suite (real data from NORMLAB_DATA, default ../shared/data)
+test: $(PY)  ## run the test suite (real data from NORMLAB_DATA, default ../shared/data)
 	$(PY) -m pytest -q
 
-test-slow:  ## run only the slow tests (longer end-to-end runs)
+test-slow: $(PY)  ## run only the slow tests (longer end-to-end runs)
 	$(PY) -m pytest -q -m slow
 
-train:  ## one job: make train TASK=rt NORM=adanorm SEED=1 SCALE=mini
+train: $(PY)  ## one job: make train TASK=rt NORM=adanorm SEED=1 SCALE=mini
 	$(VENV)/bin/normlab-train task=$(TASK) norm=$(NORM) seed=$(SEED) scale=$(SCALE)
 
-sweep:  ## task x norm x seed grid: make sweep TASKS=rt NORMS=layernorm,layernorm_simple SEEDS=1,2,3
+sweep: $(PY)  ## task x norm x seed grid: make sweep TASKS=rt NORMS=layernorm,layernorm_simple SEEDS=1,2,3
 	$(VENV)/bin/normlab-train --multirun task=$(TASKS) norm=$(or $(NORMS),layernorm,layernorm_simple) seed=$(SEEDS) scale=$(SCALE)
 
-reproduce-table:  ## the paper's tables/figures: make reproduce-table [SCALE=mini|paper] [TASKS=...] [SEEDS=...]
+reproduce-table: $(PY)  ## the paper's tables/figures: make reproduce-table [SCALE=mini|paper] [TASKS=...] [SEEDS=...]
 	$(PY) scripts/reproduce.py --scale $(SCALE) --tasks $(TASKS) --seeds $(SEEDS) --jobs $(JOBS)
 
-bench:  ## norm-layer, training-step and data-cache benchmarks (ratios)
+bench: $(PY)  ## norm-layer, training-step and data-cache benchmarks (ratios)
 	$(PY) scripts/bench_norms.py
 	$(PY) scripts/bench_step.py
 	$(PY) scripts/bench_data.py
@@ -52,3 +57,19 @@ bench:  ## norm-layer, training-step and data-cache benchmarks (ratios)
 clean:  ## remove caches and local run outputs (not results/)
 	rm -rf .cache runs outputs multirun .pytest_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+# fairseq in its own venv: fairseq-fixed 0.12.3.1 pins hydra-core==1.3.2 (normlab's pins say 1.3.8)
+FAIRSEQ_VENV ?= .venv-fairseq
+FAIRSEQ_PY := $(FAIRSEQ_VENV)/bin/python
+
+$(FAIRSEQ_PY):
+	$(MAKE) fairseq-env
+
+fairseq-env:  ## .venv-fairseq: fairseq-fixed 0.12.3.1 + normlab for the fairseq plugin (~4 min, once)
+	test -x $(FAIRSEQ_PY) || python3 -m venv $(FAIRSEQ_VENV)
+	$(FAIRSEQ_PY) -m pip install -q --upgrade pip
+	$(FAIRSEQ_PY) -m pip install -q "$(TORCH_SPEC)"
+	$(FAIRSEQ_PY) -m pip install -q -c constraints-fairseq.txt "fairseq-fixed==0.12.3.1" pytest -e .
+
+test-fairseq: $(FAIRSEQ_PY)  ## the fairseq plugin's tests (tests/fairseq/), in .venv-fairseq
+	$(FAIRSEQ_PY) -m pytest -q -o addopts="" tests/fairseq

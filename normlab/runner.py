@@ -23,8 +23,9 @@ from omegaconf import DictConfig, OmegaConf
 from . import __version__, distributed, setting
 from .config import Job, load_job, same_experiment
 from .errors import ConfigError, DataError
-from .loggers import LocalLogger, MultiLogger, WandbLogger
+from .loggers import make_loggers
 from .norms import norm_factory
+from .progress import enable_bars
 from .rundir import Checkpoints, Curves, atomic_write_bytes, read_curves, read_json, read_yaml, write_json, write_yaml
 from .tasks import get_task_class
 from .runlock import RunLock
@@ -90,6 +91,7 @@ def prepare(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = Non
         task_cls = get_task_class(job.task.name)
     except ValueError as e:
         raise ConfigError(f"task.name: {e} (normlab/configs/task/<name>.yaml)") from None
+    enable_bars(bool(job.progress) and ctx.main)  # evaluation, decoding and BPE bars (normlab/progress.py)
     done = distributed.on_main(ctx, lambda: check_run_dir(run_dir, job.config), USER_ERRORS)
     if done is not None:
         return job, None, done
@@ -135,17 +137,13 @@ def short_setting(job: Job) -> dict:
     return setting.short_names(job.setting, job.config)
 
 
-def setting_label(job: Job) -> str:
-    return setting.label(job.setting, job.config)
-
-
 class _Silent:
     """The logger of ranks other than 0: they train, but rank 0 alone writes."""
 
     def log(self, metrics: dict, step: int) -> None:
         pass
 
-    def close(self, exit_code: int = 0) -> None:
+    def close(self, exit_code: int = 0, summary: Optional[dict] = None) -> None:
         pass
 
 
@@ -177,20 +175,12 @@ def _run_locked(cfg, run_dir: Path, overrides, ctx, start: float) -> dict:
     summary_path = run_dir / "summary.json"
     previous = read_json(summary_path) if ctx.main and summary_path.exists() else {}
     curves = Curves(run_dir / "curves.jsonl")
-    wandb = None
     if ctx.main:
         run_dir.mkdir(parents=True, exist_ok=True)
         write_yaml(run_dir / "config.yaml", config)
         trainer.ckpt.remove_temp()
         curves.truncate_after(trainer.state.step if ck else 0)
-        if job.logger.get("wandb"):
-            wcfg = dict(job.logger)
-            wcfg.setdefault("run_name", "-".join(filter(None, (job.task.name, job.norm.name, setting_label(job),
-                                                                 f"seed{job.seed}"))))
-            wcfg["tags"] = list(wcfg.get("tags") or []) + [f"{k}={v}" for k, v in short_setting(job).items()]
-            wandb = WandbLogger(wcfg, config, str(run_dir), run_id=(ck or {}).get("wandb_id"))
-            trainer.extra["wandb_id"] = wandb.run_id
-        trainer.logger = MultiLogger(LocalLogger(curves), wandb)
+        trainer.logger = make_loggers(job, config, run_dir, curves, task, ck, trainer.extra, setting=short_setting(job))
     else:
         trainer.logger = _Silent()
     status, error = "completed", None
@@ -218,7 +208,7 @@ def _run_locked(cfg, run_dir: Path, overrides, ctx, start: float) -> dict:
             test = task.test(trainer.module, run_dir)
         trainer.logger.log({"epoch": trainer.state.epoch, "split": "test", **test}, trainer.state.step)
     summary = _summarise(job, task, trainer, run_dir, status, error, test, previous, start)
-    trainer.logger.close(0 if status == "completed" else 1)
+    trainer.logger.close(0 if status == "completed" else 1, summary)
     if ctx.main:
         print(f"[normlab] {run_dir}: {status}; valid={trainer.state.last_valid} test={test}")
     return summary

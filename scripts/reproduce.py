@@ -32,6 +32,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from normlab.integrations.wandb_results import log_results, wandb_options  # noqa: E402
+from normlab.progress import RunProgress, watch  # noqa: E402
 from normlab.report import find_runs, load_run, write_report  # noqa: E402
 from normlab.report.paper_tables import TABLES  # noqa: E402
 from normlab.report.runs import FINAL, export  # noqa: E402
@@ -140,7 +142,8 @@ def main(argv=None) -> int:
     sweep_rc, cmd = 0, sweep_command(a)
     if todo and not a.no_train:
         print("[reproduce] " + shlex.join(cmd), flush=True)
-        sweep_rc = subprocess.run(cmd, cwd=REPO).returncode
+        progress = RunProgress([run_dir(a, *c) for c in cells], is_final)
+        sweep_rc = watch(subprocess.Popen(cmd, cwd=REPO), progress)
     present = [run_dir(a, *c) for c in cells if _exists(run_dir(a, *c))]
     absent = [f"{t}/{n}/seed{s}" for t, n, s in cells if not _exists(run_dir(a, t, n, s))]
     runs_out = a.out / "runs"
@@ -169,6 +172,11 @@ def main(argv=None) -> int:
     }
     write_json(a.out / "reproduce.json", record)
     atomic_write_bytes(a.out / "README.md", readme(record, a.out).encode())
+    wandb_opts = wandb_options(a.overrides)
+    if wandb_opts is not None and runs:
+        run_id = log_results(a.out, a.scale, NAME, wandb_opts, a.root / a.scale / "wandb", record)
+        print(f"[reproduce] results logged to wandb as artifact normlab-results-{a.scale} (run {run_id})"
+              if run_id else "[reproduce] results not logged to wandb (see above)")
     if written:
         print(written["main"].markdown())
     print(f"[reproduce] {len(runs)} runs ({', '.join(f'{v} {k}' for k, v in sorted(status.items()))}) -> "

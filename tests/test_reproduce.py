@@ -71,6 +71,7 @@ def test_smoke_reproduction_writes_every_output_and_shows_divergence(tmp_path, d
     out = reproduce(args, tmp_path, data_dir)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "8 runs, 1 finished, 7 to train" in out.stdout
+    assert "[reproduce] 1/8 runs done (0 in this sweep" in out.stdout and "[reproduce] 8/8 runs done (7 in" in out.stdout
     res = tmp_path / "results" / "smoke"
 
     tables = ["summary", "table1", "table3", "findings", "grad_stats", "data", "runs"]
@@ -123,6 +124,31 @@ def test_smoke_reproduction_writes_every_output_and_shows_divergence(tmp_path, d
     # a second call finds nothing to train
     second = reproduce(args + ["--no-figures"], tmp_path, data_dir)
     assert second.returncode == 0 and "8 runs, 8 finished, 0 to train" in second.stdout
+
+
+def test_logger_wandb_logs_the_results_folder_as_an_artifact(tmp_path, data_dir):
+    pytest.importorskip("wandb")
+    from wandb_records import offline_run
+    args = ["--scale", "smoke", "--tasks", "synthetic_cls", "--seeds", "1", "--norms", "layernorm,layernorm_simple",
+            "--jobs", "1", "--root", str(tmp_path / "runs"), "--", "logger=wandb", "logger.mode=offline"]
+    env_home = {"HOME": str(tmp_path), "WANDB_CONFIG_DIR": str(tmp_path / "wandb-home")}
+    os.environ.update(env_home)  # reproduce() copies os.environ; monkeypatch would not reach it here
+    try:
+        out = reproduce(args, tmp_path, data_dir)
+    finally:
+        for k in env_home:
+            os.environ.pop(k)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "results logged to wandb as artifact normlab-results-smoke" in out.stdout
+    report = offline_run(tmp_path / "runs" / "smoke" / "wandb")
+    assert report["run"].job_type == "report" and report["run"].run_group == "xu2019"
+    (art,) = report["artifacts"]
+    assert art.name == "normlab-results-smoke" and art.type == "results"
+    files = {c.path for c in art.manifest.contents}
+    assert {"table1.md", "table1.tex", "report.md", "reproduce.json", "figures/overfitting.png"} <= files
+    for norm in ("layernorm", "layernorm_simple"):  # every training run went to wandb too
+        run = offline_run(tmp_path / "runs" / "smoke" / "xu2019" / "synthetic_cls" / norm / "seed1")
+        assert run["summary"]["status"] == "completed"
 
 
 def test_unknown_task_is_refused_before_anything_runs(tmp_path):

@@ -3,8 +3,10 @@ no key, a crash) it is switched off and training goes on with the same local cur
 import pytest
 
 from helpers import run_job
+from normlab.config import ConfigError
 from normlab.loggers import WandbLogger
 from normlab.rundir import read_curves
+from wandb_records import offline_run
 
 wandb = pytest.importorskip("wandb")
 
@@ -37,6 +39,10 @@ class FakeRun:
 
     def __init__(self, fail_log=False, fail_finish=False):
         self.fail_log, self.fail_finish, self.logged = fail_log, fail_finish, []
+        self.summary, self.defined = {}, {}
+
+    def define_metric(self, name, summary=None):
+        self.defined[name] = summary
 
     def log(self, metrics, step):
         self.logged.append((step, metrics))
@@ -57,6 +63,55 @@ def test_offline_run_is_recorded_beside_the_local_curves(tmp_path, monkeypatch, 
     import torch
     run_id = torch.load(run_dir / "checkpoints" / "last.pt", weights_only=True)["wandb_id"]
     assert offline.name.endswith(run_id) and list(offline.glob("run-*.wandb"))
+
+
+def test_offline_summary_carries_best_valid_metric_and_summary_json(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    summary, run_dir = run_job([*ARGS, "logger=wandb", "task.train.lr=0.002", "task.train.eval_every=2"], tmp_path)
+    valid = [r for r in read_curves(run_dir / "curves.jsonl") if r.get("split") == "valid"]
+    assert len(valid) >= 2
+    best = max(valid, key=lambda r: r["acc"])
+    rec = offline_run(run_dir)
+    s = rec["summary"]
+    # define_metric: the best valid accuracy (not the last) and the step it was reached at
+    assert {m.name: (m.summary.max, m.summary.min) for m in rec["metrics"]} == \
+        {"valid/acc": (True, False), "valid/loss": (False, True)}
+    assert s["valid/acc"] == {"max": best["acc"]} and s["valid/best_step"] == best["step"]
+    assert s["valid/loss"] == {"min": min(r["loss"] for r in valid)}
+    assert s["last_valid/acc"] == valid[-1]["acc"]
+    # the whole summary.json, flattened
+    assert s["status"] == summary["status"] == "completed"
+    assert s["best_valid_score"] == summary["best_valid_score"] == best["acc"]
+    assert s["test/acc"] == summary["test"]["acc"] and s["params"] == summary["params"]
+    assert s["wall_time_s"] == summary["wall_time_s"] and s["best_step"] == summary["best_step"]
+    assert s["throughput/examples_per_s"] == summary["throughput"]["examples_per_s"]
+    run = rec["run"]
+    assert run.job_type == "train"
+    assert run.display_name == "synthetic_cls-layernorm-eval_every=2-lr=0.002-1"   # the setting, keys sorted
+    assert list(run.tags) == ["synthetic_cls", "layernorm", "smoke", "eval_every=2", "lr=0.002"]
+
+
+def test_setting_argument_names_the_run(tmp_path, monkeypatch):
+    from normlab.loggers import make_loggers
+    from omegaconf import OmegaConf
+    inits = []
+    monkeypatch.setattr(wandb, "init", lambda **kw: inits.append(kw) or FakeRun())
+    job = OmegaConf.create({"task": {"name": "rt"}, "norm": {"name": "adanorm"}, "seed": 3,
+                            "logger": {"wandb": True, "tags": ["rt"]}})
+    task = type("T", (), {"metric": "bpc", "higher_is_better": False})()
+    extra = {}
+    lg = make_loggers(job, {}, tmp_path, None, task, None, extra, setting={"C": 2, "lr": 0.001})
+    assert inits[0]["name"] == "rt-adanorm-C=2-lr=0.001-3" and inits[0]["tags"] == ["rt", "C=2", "lr=0.001"]
+    assert inits[0]["job_type"] == "train" and extra["wandb_id"] == "fake123"
+    wl = lg.loggers[1]
+    assert wl.run.defined == {"valid/loss": "min", "valid/bpc": "min"}  # bpc: lower is better
+    for step, bpc in [(1, 2.0), (2, 1.5), (3, 1.7)]:
+        wl.log({"split": "valid", "bpc": bpc, "loss": bpc}, step)
+    assert wl.run.summary["valid/best_step"] == 2
+    with pytest.raises(ValueError, match="setting must be a dict"):
+        make_loggers(job, {}, tmp_path, None, task, None, {}, setting=["C=2"])
+    with pytest.raises(ConfigError, match="logger.tensorboard='yes': must be true or false"):
+        make_loggers(OmegaConf.merge(job, {"logger": {"tensorboard": "yes"}}), {}, tmp_path, None, task, None, {})
 
 
 @pytest.mark.parametrize("failure", ["import", "init", "log", "finish"])

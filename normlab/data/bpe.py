@@ -23,6 +23,7 @@ from typing import Iterable, Sequence
 
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
+from ..progress import bars_enabled
 from .cache import cached
 
 SUFFIX = "</w>"   # subword-nmt's end-of-word marker
@@ -68,7 +69,7 @@ class JointBPE:
             raise ValueError(f"task.data.bpe.merges must be >= 0, got {merges}")
         tok = _tokenizer(models.BPE(end_of_word_suffix=SUFFIX))
         trainer = trainers.BpeTrainer(vocab_size=len(_symbols(lines)) + merges, min_frequency=min_frequency,
-                                      end_of_word_suffix=SUFFIX, show_progress=False)
+                                      end_of_word_suffix=SUFFIX, show_progress=bars_enabled())
         tok.train_from_iterator(lines, trainer)
         learned = json.loads(tok.to_str())["model"]["merges"]
         return cls([tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in learned])

@@ -62,6 +62,9 @@ def load():
         out = build_dir() / f"{cap.lower()}-{tag}"
         out.mkdir(parents=True, exist_ok=True)
         flags = ["-O3", "-fopenmp", *([_ARCH[cap]] if cap in _ARCH else [])]
+        if not any(out.glob("*.so")):  # a first build is silent for 20-90 s otherwise
+            print(f"[normlab] building normlab's CPU norm kernels once, ~20 s (cached in {out})",
+                  file=sys.stderr, flush=True)
         _state["mod"] = cpp_extension.load(
             name=f"normlab_norms_{cap.lower()}", sources=[str(p) for p in sources], build_directory=str(out),
             extra_cflags=flags, extra_ldflags=["-fopenmp"], verbose=False)

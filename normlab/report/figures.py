@@ -1,12 +1,13 @@
-"""Figures (PNG and PDF) from run curves: mean over seeds with a min-max band, captioned.
+"""Figures (PNG and PDF) from run curves: mean over seeds with a min-max band.
 
 Every figure has one row per task, so a task's curves are compared only with the same task's;
-its caption (printed under the axes and returned for the Markdown index) says what is averaged,
-which runs were left out (diverged/failed) and what data each task used.
+every axis is labelled with its unit, every norm keeps its colour and line style across figures
+(style.py). The caption (what is averaged, which runs were left out, what data each task used)
+is returned for the Markdown index, not drawn into the image, where it would be unreadable and
+unsearchable.
 """
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -15,11 +16,12 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from .aggregate import NORM_ORDER, Grid, data_sentence, finite  # noqa: E402
+from .aggregate import Grid, data_sentence, finite  # noqa: E402
 from .gradstats import probe_records  # noqa: E402
 from .runs import Run  # noqa: E402
+from .style import norm_style  # noqa: E402
 
-COLORS = dict(zip(NORM_ORDER, plt.get_cmap("tab10").colors + plt.get_cmap("Dark2").colors))
+X_LABEL = "training step (updates)"
 
 
 def _series(runs: list[Run], get: Callable[[Run], list[tuple[int, float]]]):
@@ -43,14 +45,17 @@ def probe_key(key: str):
 
 
 class Panel:
-    def __init__(self, title: str, get, log: bool = False):
-        self.title, self.get, self.log = title, get, log
+    def __init__(self, title: str, get, ylabel: str, log: bool = False):
+        self.title, self.get, self.ylabel, self.log = title, get, ylabel, log
 
 
-LOSS_PANELS = [Panel("train loss", split_loss("train")), Panel("valid loss", split_loss("valid"))]
-GRAD_PANELS = [Panel("|mean ∂ℓ/∂x| (re-centring)", probe_key("in_absmean"), log=True),
-               Panel("Var ∂ℓ/∂x", probe_key("in_var"), log=True),
-               Panel("Var ∂ℓ/∂x / Var ∂ℓ/∂y (re-scaling)", probe_key("var_ratio"), log=True)]
+# the training loss is cross-entropy with natural logarithms: per token (MT, LM) or per example
+LOSS_PANELS = [Panel("train loss", split_loss("train"), "train cross-entropy (nats)"),
+               Panel("valid loss", split_loss("valid"), "valid cross-entropy (nats)")]
+GRAD_PANELS = [Panel("|mean ∂ℓ/∂x| (re-centring)", probe_key("in_absmean"), "|mean ∂ℓ/∂x| (log scale)", log=True),
+               Panel("Var ∂ℓ/∂x", probe_key("in_var"), "Var ∂ℓ/∂x (log scale)", log=True),
+               Panel("Var ∂ℓ/∂x / Var ∂ℓ/∂y (re-scaling)", probe_key("var_ratio"), "variance ratio (log scale)",
+                     log=True)]
 
 
 def figure(grid: Grid, key: str, title: str, norms: Optional[list[str]], panels: list[Panel], out: Path,
@@ -72,10 +77,9 @@ def figure(grid: Grid, key: str, title: str, norms: Optional[list[str]], panels:
     caption = (f"{title}. {what} Lines: mean over seeds of completed runs; band: min–max over seeds; x: "
                "training step. " + (f"Left out, not completed: {shown}. " if left else "")
                + data_sentence(grid, columns))
-    w, h = 4.2 * len(panels), 2.6 * len(columns)
-    wrapped = textwrap.wrap(caption, int(17 * w))  # ~17 characters per inch at 7 pt
-    cap_h = 0.16 * len(wrapped) + 0.3
-    fig, axes = plt.subplots(len(columns), len(panels), figsize=(w, h + cap_h), squeeze=False)
+    w, h = 4.2 * len(panels), 2.8 * len(columns)
+    # constrained layout places the title right above the first row whatever the row count
+    fig, axes = plt.subplots(len(columns), len(panels), figsize=(w, h), squeeze=False, layout="constrained")
     for i, c in enumerate(columns):
         for j, panel in enumerate(panels):
             ax = axes[i][j]
@@ -84,18 +88,19 @@ def figure(grid: Grid, key: str, title: str, norms: Optional[list[str]], panels:
                 if not steps:
                     continue
                 n = sum(r.status == "completed" for r in grid.cell(c, v).runs)
-                color = COLORS.get(v[0], None)
-                ax.plot(steps, mean, color=color, lw=1.3, label=f"{grid.label(v)} (n={n})")
-                ax.fill_between(steps, lo, hi, color=color, alpha=0.2, lw=0)
+                style = norm_style(v[0])
+                ax.plot(steps, mean, lw=1.4, label=f"{grid.label(v)} (n={n})", **style)
+                ax.fill_between(steps, lo, hi, color=style["color"], alpha=0.15, lw=0)
             if panel.log and ax.has_data():
                 ax.set_yscale("log")
             ax.set_title(f"{c}: {panel.title}", fontsize=9)
+            ax.set_xlabel(X_LABEL, fontsize=8)
+            ax.set_ylabel(panel.ylabel, fontsize=8)
             ax.tick_params(labelsize=7, which="both")
+            ax.grid(alpha=0.3, lw=0.5)
             if ax.has_data() and j == len(panels) - 1:  # one legend per task, outside its last panel
-                ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+                ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), handlelength=3)
     fig.suptitle(title, fontsize=11)
-    fig.text(0.01, 0.01, "\n".join(wrapped), fontsize=7, va="bottom", ha="left")
-    fig.tight_layout(rect=(0, cap_h / (h + cap_h), 1, 0.97))
     out.mkdir(parents=True, exist_ok=True)
     for ext, kw in (("png", {"dpi": 120}), ("pdf", {"metadata": {"CreationDate": None, "ModDate": None}})):
         fig.savefig(out / f"{key}.{ext}", bbox_inches="tight", **kw)  # grows to hold the outside legends

@@ -59,11 +59,13 @@ def improvement(grid: Grid, column: str, better: str, worse: str) -> Optional[fl
 def norm_table(grid: Grid, key: str, title: str, norms: Optional[list[str]], paper: bool = True) -> Table:
     columns = grid.columns
     header = ["norm"]
+    best = {}
     for c in columns:
+        best[len(header)] = grid.metric(c)[1]  # only our columns are ranked; the paper's are for reference
         header.append(_header(grid, c))
         if paper and P.has_published(c.split("@")[0]):
             header.append(f"{c} (paper)")
-    t = Table(key, title, header)
+    t = Table(key, title, header, best=best)
     after = {a: (b, w) for a, b, w in IMPROVEMENTS.get(key, [])} if paper else {}
     for variant in grid.variants(norms):
         row = [grid.label(variant)]
@@ -74,6 +76,7 @@ def norm_table(grid: Grid, key: str, title: str, norms: Optional[list[str]], pap
         t.rows.append(row)
         if variant[0] in after and variant == grid.variants([variant[0]])[-1]:
             better, worse = after[variant[0]]
+            t.unranked.add(len(t.rows))
             t.rows.append(_improvement_row(grid, columns, better, worse))
     t.notes = _common_notes(grid, columns, paper)
     if after:
@@ -136,7 +139,7 @@ def data_table(grid: Grid) -> Table:
 def runs_table(grid: Grid) -> Table:
     """One row per run (long format, machine-readable keys): what every other table is made of."""
     t = Table("runs", "Every run", ["task", "norm", "norm_options", "seed", "scale", "status", "metric", "test",
-                                    "valid", "steps", "wall_time_s", "params", "path"])
+                                    "valid", "steps", "wall_time_s", "params", "path"], long=True)
     paths = [str(r.path.resolve()) for r in grid.runs]
     root = os.path.commonpath(paths) if len(paths) > 1 else (str(grid.runs[0].path.resolve().parent)
                                                                if paths else "")

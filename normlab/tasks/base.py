@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..models.transformer import NormFactory
+from ..progress import bar
 
 
 class Task(ABC):
@@ -71,10 +72,11 @@ def to_device(batch: Any, device: torch.device) -> Any:
     return batch
 
 
-def classification_eval(model: nn.Module, batches: Iterable, device: torch.device) -> dict[str, float]:
+def classification_eval(model: nn.Module, batches: Iterable, device: torch.device,
+                        desc: str = "evaluate") -> dict[str, float]:
     """{"loss": mean cross-entropy, "acc": accuracy in %} over (inputs, labels) batches."""
     total, correct, n = 0.0, 0, 0
-    for inputs, labels in batches:
+    for inputs, labels in bar(batches, desc, unit="batch"):
         inputs, labels = inputs.to(device), labels.to(device)
         logits = model(inputs)
         total += F.cross_entropy(logits, labels, reduction="sum").item()

@@ -76,7 +76,8 @@ class ClassificationTask(Task):
         return F.cross_entropy(model(tokens), labels), labels.numel()
 
     def evaluate(self, model, split):
-        return classification_eval(model, self._batches(split), next(model.parameters()).device)
+        return classification_eval(model, self._batches(split), next(model.parameters()).device,
+                                   f"evaluate {split}")
 
 
 class RTTask(ClassificationTask):

@@ -23,6 +23,7 @@ from ..data import enwik8
 from ..data.batching import LazyBatches, epoch_generator
 from ..models.lm import TransformerLM
 from ..models.transformer import NormFactory, TransformerConfig
+from ..progress import bar
 from .base import Task
 
 VOCAB = 256  # byte values
@@ -96,7 +97,7 @@ class Enwik8Task(Task):
     def evaluate(self, model, split):
         device = next(model.parameters()).device
         total, n = 0.0, 0
-        for inputs, targets in self.eval_batches(split):
+        for inputs, targets in bar(self.eval_batches(split), f"evaluate {split}", unit="window"):
             logits = model(inputs.to(device))
             nll = F.cross_entropy(logits.flatten(0, 1), targets.to(device).flatten(), reduction="none")
             total += nll.double().sum().item()  # float32 sums over 10^4+ bytes drift in the 7th digit

@@ -70,4 +70,4 @@ class MNISTTask(Task):
 
     def evaluate(self, model, split):
         batches = self._batches(split, int(self.cfg.data.eval_batch_size))
-        return classification_eval(model, batches, next(model.parameters()).device)
+        return classification_eval(model, batches, next(model.parameters()).device, f"evaluate {split}")

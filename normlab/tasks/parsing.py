@@ -31,6 +31,7 @@ from ..models.parser import MLPParser
 from ..models.transformer import NormFactory
 from ..rundir import atomic_write_bytes
 from ..errors import DataError
+from ..progress import bar
 from .base import Task
 
 SPLITS = ("train", "valid", "test")
@@ -168,7 +169,7 @@ class PTBParsingTask(Task):
         """(metrics, the final parser configurations of the split's sentences)."""
         device = next(model.parameters()).device
         total, n = 0.0, 0
-        for feats, gold in self._examples(split, batch_size=4096):
+        for feats, gold in bar(self._examples(split, batch_size=4096), f"evaluate {split}", unit="batch"):
             logits = model(feats.to(device))
             total += F.cross_entropy(logits.float(), gold.to(device), reduction="sum").item()
             n += gold.numel()

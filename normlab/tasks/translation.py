@@ -30,6 +30,7 @@ from ..models.transformer import NormFactory, TransformerConfig
 from ..rundir import atomic_write_bytes
 from ..search import SearchConfig, decode
 from ..errors import DataError
+from ..progress import bar
 from .base import Task
 
 MODEL_KEYS = ("share_all_embeddings", "share_decoder_input_output", "decoder_layers", "max_positions")
@@ -147,7 +148,8 @@ class TranslationTask(Task):
         src = self.corpus.splits[split][0]
         device = next(model.parameters()).device
         out: list[str] = [""] * len(src)
-        for b in bucket_batches(src.lengths(), batch_size=int(self.cfg.eval.batch_size)):
+        batches = bucket_batches(src.lengths(), batch_size=int(self.cfg.eval.batch_size))
+        for b in bar(batches, f"decode {split} (beam {search.beam})", unit="batch"):
             tokens = pad([src[i].long() for i in b.tolist()], self.pad, self.max_pos).to(device)
             for i, hyp in zip(b.tolist(), decode(model, tokens, search)):
                 out[i] = self._text(hyp)
@@ -156,7 +158,7 @@ class TranslationTask(Task):
     def evaluate(self, model, split):
         device = next(model.parameters()).device
         total, nll, n = 0.0, 0.0, 0
-        for batch in self._eval_batches(split):
+        for batch in bar(self._eval_batches(split), f"evaluate {split}", unit="batch"):
             t, l, k = self._loss_sums(model, tuple(x.to(device) for x in batch))
             total, nll, n = total + t.item(), nll + l.item(), n + k
         out = {"loss": total / n, "nll": nll / n, "ppl": math.exp(min(nll / n, 50.0))}

@@ -1,7 +1,10 @@
-"""Metric loggers: ``log(metrics, step)`` and ``close()``.
+"""wandb: optional and best-effort; any wandb failure is reported once and disables it, never
+stopping training.
 
-The local JSONL writer always runs and is the source of truth for tables. wandb is optional and
-best-effort: any wandb failure is reported once and disables it, never stopping training.
+What a run carries: the resolved config, the curves under ``<split>/<name>``, ``job_type``, the
+varied hyperparameters in its name and tags, each validation metric's *best* value in the summary
+(``define_metric`` with the task's direction) with ``valid/best_step``, and at the end the whole
+``summary.json`` (status, best score, test metrics, params, wall time, throughput).
 """
 from __future__ import annotations
 
@@ -10,18 +13,7 @@ import sys
 import traceback
 from typing import Optional
 
-from .rundir import Curves
-
-
-class LocalLogger:
-    def __init__(self, curves: Curves):
-        self.curves = curves
-
-    def log(self, metrics: dict, step: int) -> None:
-        self.curves.append({"step": step, **metrics})
-
-    def close(self) -> None:
-        pass
+from .base import split_keys, summary_for_backends
 
 
 class WandbLogger:
@@ -31,10 +23,16 @@ class WandbLogger:
     records stay in the run directory for ``wandb sync``), any other failure disables wandb for
     the rest of the job, and init/finish waits are capped (``init_timeout``/``finish_timeout``
     in the logger config) so an unreachable server costs seconds, not the default minutes.
+
+    ``metric``/``higher_is_better``: the task's validation metric and its direction, for the
+    summary's best value.
     """
 
-    def __init__(self, cfg: dict, config: dict, run_dir: str, run_id: Optional[str] = None):
+    def __init__(self, cfg: dict, config: dict, run_dir: str, run_id: Optional[str] = None,
+                 metric: Optional[str] = None, higher_is_better: bool = True):
         self.run = None
+        self.metric, self.higher = metric, higher_is_better
+        self.best: Optional[float] = None
         try:
             import wandb
 
@@ -45,7 +43,8 @@ class WandbLogger:
             settings = wandb.Settings(init_timeout=float(cfg.get("init_timeout", 30)),
                                       finish_timeout=float(cfg.get("finish_timeout", 60)))
             kwargs = dict(project=cfg.get("project", "normlab"), entity=cfg.get("entity"), group=cfg.get("group"),
-                          name=cfg.get("run_name"), tags=list(cfg.get("tags") or []), config=config, dir=run_dir,
+                          job_type=cfg.get("job_type") or "train", name=cfg.get("run_name"),
+                          tags=list(cfg.get("tags") or []), config=config, dir=run_dir,
                           id=run_id, resume="allow", reinit="finish_previous", settings=settings)
         except Exception:
             self._fail("init")
@@ -61,6 +60,17 @@ class WandbLogger:
                 self.run = wandb.init(mode="offline", **kwargs)
             except Exception:
                 self._fail("init (offline)")
+        self._define_metrics()
+
+    def _define_metrics(self) -> None:
+        if self.run is None or not hasattr(self.run, "define_metric"):
+            return
+        try:
+            self.run.define_metric("valid/loss", summary="min")
+            if self.metric and self.metric != "loss":
+                self.run.define_metric(f"valid/{self.metric}", summary="max" if self.higher else "min")
+        except Exception:
+            self._fail("define_metric")
 
     @property
     def run_id(self) -> Optional[str]:
@@ -71,38 +81,32 @@ class WandbLogger:
               f"{traceback.format_exc(limit=2)}", file=sys.stderr)
         self.run = None
 
-    @staticmethod
-    def keys(metrics: dict) -> dict:
-        """Curve records to wandb's names: {"split": "valid", "loss": x} -> {"valid/loss": x}."""
-        split = metrics.get("split")
-        return {(k if split is None or k == "epoch" or "/" in k else f"{split}/{k}"): v
-                for k, v in metrics.items() if k != "split"}
+    keys = staticmethod(split_keys)
+
+    def _track_best(self, metrics: dict, step: int) -> None:
+        """define_metric keeps the best value but not when it happened; the step is recorded here."""
+        if metrics.get("split") != "valid" or self.metric not in metrics:
+            return
+        v = metrics[self.metric]
+        if self.best is None or (v > self.best if self.higher else v < self.best):
+            self.best = v
+            self.run.summary["valid/best_step"] = step
 
     def log(self, metrics: dict, step: int) -> None:
         if self.run is None:
             return
         try:
             self.run.log(self.keys(metrics), step=step)
+            self._track_best(metrics, step)
         except Exception:
             self._fail("log")
 
-    def close(self, exit_code: int = 0) -> None:
+    def close(self, exit_code: int = 0, summary: Optional[dict] = None) -> None:
         if self.run is None:
             return
         try:
+            if summary:
+                self.run.summary.update(summary_for_backends(summary))
             self.run.finish(exit_code=exit_code)
         except Exception:
             self._fail("finish")
-
-
-class MultiLogger:
-    def __init__(self, *loggers):
-        self.loggers = [lg for lg in loggers if lg is not None]
-
-    def log(self, metrics: dict, step: int) -> None:
-        for lg in self.loggers:
-            lg.log(metrics, step)
-
-    def close(self, exit_code: int = 0) -> None:
-        for lg in self.loggers:
-            lg.close(exit_code) if isinstance(lg, WandbLogger) else lg.close()

@@ -1,0 +1,31 @@
+"""``normlab_translation``: fairseq's translation task whose models get normlab's norms.
+
+No ``from __future__ import annotations`` here: fairseq builds its command line from the config
+dataclass's field types, which must be real types, not strings."""
+from dataclasses import dataclass, field
+
+from fairseq.tasks import register_task
+from fairseq.tasks.translation import TranslationConfig, TranslationTask
+
+from normlab.norms import convert_norms
+
+from . import parse_norm_options
+
+
+@dataclass
+class NormlabTranslationConfig(TranslationConfig):
+    norm: str = field(default="layernorm", metadata={
+        "help": "normlab norm variant for every norm position: layernorm, layernorm_simple, detachnorm, "
+                "adanorm, rmsnorm, dyt, ... (normlab.norms.registry)"})
+    norm_options: str = field(default="", metadata={
+        "help": "comma-separated KEY=VALUE options of the norm, e.g. C=2,k=0.1 for adanorm"})
+
+
+@register_task("normlab_translation", dataclass=NormlabTranslationConfig)
+class NormlabTranslationTask(TranslationTask):
+    def build_model(self, cfg, from_checkpoint=False):
+        model = super().build_model(cfg, from_checkpoint)
+        # fairseq builds the optimizer and loads checkpoints after this returns, so the new
+        # norms' parameters are the ones trained and restored
+        convert_norms(model, self.cfg.norm, **parse_norm_options(self.cfg.norm_options))
+        return model

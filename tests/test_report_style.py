@@ -1,0 +1,77 @@
+"""Readable outputs: labelled axes, one colour + line style per norm across every figure, captions
+in the Markdown only; LaTeX tables mark each column's best and the runs table breaks across pages."""
+
+from normlab.report import find_runs
+from normlab.report import figures as F
+from normlab.report.aggregate import NORM_LABELS, NORM_ORDER, Grid
+from normlab.report.paper_tables import TABLES, norm_table, runs_table
+from normlab.report.style import NORM_STYLES
+from normlab.report.tables import Table
+from test_report import make_run
+
+
+def test_every_known_norm_has_its_own_style():
+    assert set(NORM_ORDER) <= set(NORM_STYLES)
+    pairs = list(NORM_STYLES.values())
+    assert len(set(map(str, pairs))) == len(pairs)  # no two norms look alike
+    for _, norms in TABLES.values():  # within one table's comparison, colours differ too
+        assert len({NORM_STYLES[n][0] for n in norms}) == len(norms)
+
+
+def test_figures_share_styles_label_axes_and_keep_captions_out(tmp_path, monkeypatch):
+    curves = [{"step": s, "split": sp, "loss": 1.0 / s} for s in (1, 2, 3) for sp in ("train", "valid")]
+    for norm in ("none", "layernorm", "layernorm_simple", "detachnorm"):
+        for seed in (1, 2):
+            make_run(tmp_path / "runs", "rt", norm, seed, 70.0 + seed, curves=curves)
+    grid = Grid(find_runs([tmp_path / "runs"]))
+    drawn = {}
+    monkeypatch.setattr(F.plt, "close", lambda fig: drawn.setdefault(fig._suptitle.get_text(), fig))
+    styles = {}
+    for key in ("curves", "overfitting", "detachnorm"):
+        title, norms, panels, what = F.FIGURES[key]
+        caption = F.figure(grid, key, title, norms, panels, tmp_path / "fig", what)
+        assert caption and "rt: real" in caption
+        fig = drawn[title]
+        assert [t.get_text() for t in fig.texts] == [title]  # the caption is in report.md, not in the image
+        for ax in fig.axes:
+            assert ax.get_xlabel() == "training step (updates)" and "(nats)" in ax.get_ylabel()
+            for line in ax.get_lines():
+                label = line.get_label().split(" (n=")[0]
+                styles.setdefault(label, set()).add((line.get_color(), str(line.get_linestyle())))
+    assert set(styles) == {NORM_LABELS[n] for n in ("none", "layernorm", "layernorm_simple", "detachnorm")}
+    assert all(len(s) == 1 for s in styles.values()), styles  # the same look in every figure
+    assert styles["LayerNorm"] == {("tab:blue", "-")}
+
+
+def test_latex_bolds_each_columns_best_with_its_direction(tmp_path):
+    for seed in (1, 2):
+        make_run(tmp_path, "enwik8", "none", seed, 1.10, metric="bpc", hib=False)
+        make_run(tmp_path, "enwik8", "detachnorm", seed, 1.20 + 0.01 * seed, metric="bpc", hib=False)
+        make_run(tmp_path, "enwik8", "layernorm_simple", seed, 1.05, metric="bpc", hib=False)
+        make_run(tmp_path, "rt", "none", seed, 70.0, status="diverged")
+        make_run(tmp_path, "rt", "detachnorm", seed, 71.0 + seed)
+        make_run(tmp_path, "rt", "layernorm_simple", seed, 72.5)
+    tex = norm_table(Grid(find_runs([tmp_path])), "table2", *TABLES["table2"]).latex()
+    rows = {line.split(" & ")[0]: line.split(" & ") for line in tex.splitlines() if " & " in line}
+    # bpc: lower is better; acc: higher; ties at the printed precision are all bold; the paper's
+    # columns and the Improvement rows (differences, not scores) are never ranked
+    assert rows["LayerNorm-simple"][1].startswith(r"\textbf{1.050")
+    assert not rows["w/o Norm"][1].startswith(r"\textbf")
+    assert rows["DetachNorm"][3].startswith(r"\textbf{72.50") and rows["LayerNorm-simple"][3].startswith(r"\textbf{72.50")
+    assert rows["w/o Norm"][3].startswith("Diverge")
+    assert not any(c.startswith(r"\textbf") for c in rows["Improvement (LayerNorm-simple $-$ DetachNorm)"])
+    assert not any(c.startswith(r"\textbf") for r in rows.values() for c in (r[2], r[4]))  # (paper) columns
+    assert "Bold: the best mean of each column." in tex
+
+
+def test_single_row_columns_are_not_bolded():
+    t = Table("x", "X", ["norm", "a"], rows=[["LayerNorm", "1.00"], ["AdaNorm", "–"]], best={1: True})
+    assert r"\textbf" not in t.latex()
+
+
+def test_runs_table_is_a_longtable(tmp_path):
+    for seed in range(1, 4):
+        make_run(tmp_path, "rt", "layernorm", seed, 70.0)
+    tex = runs_table(Grid(find_runs([tmp_path]))).latex()
+    assert r"\begin{longtable}" in tex and r"\endhead" in tex and r"\begin{table}" not in tex
+    assert tex.count(r"\\") == 1 + 2 + 3  # caption line, the header (first page, later pages), 3 runs
