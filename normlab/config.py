@@ -9,6 +9,7 @@ from typing import Optional
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
+from . import accel
 from .norms import norm_factory
 from .norms.registry import norm_options
 from .schedule import SCHEDULES
@@ -43,6 +44,7 @@ class TrainConfig:
     select: str = "metric"             # choose the best checkpoint on the valid "metric" or "loss"
     diverge_loss: float = 1e4          # a train loss above this (or NaN/inf) ends the run as diverged
     probe_every: int = 0               # log Theorem-1 gradient statistics every N steps; 0 = off
+    update_freq: int = 1               # micro-batches per optimizer step (fairseq --update-freq)
 
 
 def _check_keys(section: dict, valid: list[str], where: str) -> None:
@@ -87,6 +89,7 @@ def train_config(section: dict) -> TrainConfig:
         ("log_every", t.log_every > 0, "must be a positive number of steps"),
         ("diverge_loss", t.diverge_loss > 0, "must be positive (a train loss above it ends the run)"),
         ("clip_norm", t.clip_norm >= 0, "must be >= 0 (0 = no clipping)"),
+        ("update_freq", t.update_freq >= 1, "must be >= 1 micro-batches per optimizer step"),
     ] + [(k, getattr(t, k) >= 0, "must be >= 0 (0 = off)")
          for k in ("eval_every", "checkpoint_every", "patience", "probe_every", "warmup_steps")]
     for key, ok, want in checks:
@@ -190,6 +193,10 @@ def resolve(cfg: DictConfig, overrides: Optional[list[str]] = None) -> DictConfi
         norm_factory(cfg.norm.name, **(cfg.norm.options or {}))
     except ValueError as e:
         raise ConfigError(f"norm={cfg.norm.name}: {e}; see configs/norm/{cfg.norm.name}.yaml") from None
+    try:
+        accel.check(cfg.get("precision", "fp32"), cfg.get("compile", False), cfg.get("deterministic", True))
+    except ValueError as e:
+        raise ConfigError(f"{e} (configs/train.yaml or the command line)") from None
     if not isinstance(cfg.seed, int) or cfg.seed < 0:
         raise ConfigError(f"seed={cfg.seed!r}: must be an integer >= 0")
     return OmegaConf.create(out)
@@ -232,7 +239,7 @@ def explain_unknown_keys(argv: list[str]) -> list[str]:
 
 
 # Keys that may differ between an interrupted run and its resumption.
-RUNTIME_KEYS = ("paths", "logger", "device", "progress", "threads")
+RUNTIME_KEYS = ("paths", "logger", "device", "progress", "threads", "compile")
 
 
 def same_experiment(a: dict, b: dict) -> list[str]:

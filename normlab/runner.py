@@ -20,14 +20,14 @@ import torch
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
-from . import __version__, distributed
+from . import __version__, accel, distributed
 from .config import ConfigError, resolve, same_experiment, train_config
 from .loggers import LocalLogger, MultiLogger, WandbLogger
 from .norms import norm_factory
 from .rundir import Checkpoints, Curves, atomic_write_bytes, read_json, read_yaml, write_json, write_yaml
 from .tasks import get_task_class
 from .tasks.base import DataError
-from .trainer import Diverged, Trainer
+from .trainer import Diverged, Preempted, Trainer
 
 USER_ERRORS = (ConfigError, DataError)
 FINAL = ("completed", "diverged")
@@ -48,11 +48,12 @@ def versions() -> dict:
             "python": platform.python_version(), "platform": platform.platform()}
 
 
-def set_determinism(cfg: DictConfig) -> None:
+def set_determinism(cfg: DictConfig, device: torch.device = torch.device("cpu")) -> None:
     torch.manual_seed(cfg.seed)
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg.threads))
-    if cfg.deterministic:
+    accel.set_matmul_precision(cfg.get("precision", "fp32"))
+    if accel.deterministic_for(cfg.deterministic, device):
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.use_deterministic_algorithms(True, warn_only=True)
 
@@ -102,11 +103,14 @@ def prepare(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = Non
 def build(job: DictConfig, config: dict, task, run_dir: Path, ctx: distributed.Dist) -> Trainer:
     """Model, optimizer, scheduler and the first epoch's batches; a ValueError here is a bad
     hyperparameter (e.g. d_model not divisible by heads, batch_size 0), reported as such."""
-    set_determinism(job)
+    set_determinism(job, ctx.device)
+    if job.get("compile"):
+        accel.compile_cache(Path(job.paths.cache_dir))
     try:
         model = task.build_model(norm_factory(job.norm.name, **(job.norm.options or {})))
         return Trainer(task, model, train_config(config["task"]["train"]), job.seed, run_dir, None,
-                       ctx.device, progress=job.progress and ctx.main, dist=ctx)
+                       ctx.device, progress=job.progress and ctx.main, dist=ctx,
+                       precision=job.get("precision", "fp32"), compile=bool(job.get("compile")))
     except ConfigError:
         raise
     except (ValueError, TypeError) as e:
@@ -165,6 +169,8 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = None) -
         trainer.fit()
     except Diverged as e:
         status, error = "diverged", str(e)
+    except Preempted as e:  # neither final nor failed: the next run of this command resumes
+        status, error = "preempted", str(e)
     except Exception as e:
         status, error = "failed", f"{type(e).__name__}: {e}"
         if ctx.main:
@@ -185,7 +191,7 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = None) -
             test = task.test(trainer.module, run_dir)
         trainer.logger.log({"epoch": trainer.state.epoch, "split": "test", **test}, trainer.state.step)
     summary = _summarise(job, config, task, trainer, run_dir, status, error, test, previous, start)
-    trainer.logger.close(0 if status == "completed" else 1)
+    trainer.logger.close(0 if status in ("completed", "preempted") else 1)
     if ctx.main:
         print(f"[normlab] {run_dir}: {status}; valid={trainer.state.last_valid} test={test}")
     return summary
@@ -204,6 +210,7 @@ def _summarise(job, config, task, trainer, run_dir, status, error, test, previou
         "throughput": {f"{task.unit}_per_s": st.units / st.train_time if st.train_time else 0.0},
         "params": sum(p.numel() for p in trainer.module.parameters()), "versions": versions(),
         "git_commit": git_commit(), "device": str(trainer.device), "world_size": trainer.dist.world,
+        "precision": trainer.precision, "compile": trainer.forward_model is not trainer.model,
         "argv": sys.argv,
     }
     if trainer.dist.main:

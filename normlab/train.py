@@ -2,7 +2,8 @@
 
 Exit status of one job: 0 when it completed or diverged (a result, not an error); 1 when Hydra
 cannot compose the config; 2 for bad input (a config or data error, before anything is written);
-3 when training crashed (traceback.txt in the run directory). ``--multirun``: the number of
+3 when training crashed (traceback.txt in the run directory); 75 when SIGTERM/SIGUSR1 preempted
+it (checkpoint written, status "preempted": re-run the same command to resume). ``--multirun``: the number of
 failed jobs.
 Under torchrun, a job that crashed ends the whole process group (its peers could be blocked in a
 collective), so a distributed sweep stops at the first crash; bad input still fails just that job.
@@ -23,6 +24,9 @@ from .config import CONFIGS, explain_unknown_keys
 from .runner import USER_ERRORS, run
 
 
+EXIT_PREEMPTED = 75  # EX_TEMPFAIL: SIGTERM/SIGUSR1 arrived, a checkpoint was written; requeue
+
+
 def _rank() -> int:
     return int(os.environ.get("RANK", "0"))
 
@@ -34,6 +38,8 @@ def _main(cfg: DictConfig) -> str:
     run_dir = Path(hc.runtime.output_dir)
     try:
         status = run(cfg, run_dir, list(hc.overrides.task))["status"]
+        if status == "preempted":
+            sys.exit(EXIT_PREEMPTED)  # also ends a sweep: the requeued job resumes it
         if status == "failed" and not multirun:
             sys.exit(3)  # traceback.txt is in the run directory
         return status

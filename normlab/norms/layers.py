@@ -35,6 +35,14 @@ class Norm(nn.Module):
         self.bias = nn.Parameter(torch.zeros(dim)) if bias else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if torch.is_autocast_enabled(x.device.type):
+            # Statistics in fp32 under mixed precision: a bf16 mean of values near 1000 is off by
+            # up to 2, and the reference math's matmul-free ops would otherwise run in x's dtype.
+            with torch.autocast(x.device.type, enabled=False):
+                return self._run(x.float()).to(x.dtype)
+        return self._run(x)
+
+    def _run(self, x: torch.Tensor) -> torch.Tensor:
         if self.channels_first:
             x = x.movedim(1, -1)
         if x.shape[-1] != self.dim:
