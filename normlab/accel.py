@@ -18,6 +18,7 @@ import torch
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 _AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
+_USER_INDUCTOR_DIR = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
 
 
 def check(precision, compile, deterministic) -> None:
@@ -64,7 +65,8 @@ def compile_cache(cache_dir: Path) -> None:
     """Inductor's kernels and FX graphs under the run's cache dir, so a resumed or repeated run
     reuses them instead of compiling again (an explicit environment setting wins)."""
     root = Path(cache_dir) / "torch_compile"
-    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(root / "inductor"))
+    if _USER_INDUCTOR_DIR is None:  # torch writes its /tmp default into the environment on first use
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(root / "inductor")
     os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "1")
     os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "1")
 
