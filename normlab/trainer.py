@@ -19,7 +19,6 @@ import os
 import signal
 import threading
 import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -29,6 +28,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from . import accel, distributed
+from .checkpointing import CheckpointMixin
 from .faults import InjectedFault, parse_faults  # noqa: F401  (InjectedFault: re-exported)
 from .norms import GradProbe
 from .rundir import Checkpoints
@@ -61,7 +61,7 @@ class State:
     stopped_early: bool = False
 
 
-class Trainer:
+class Trainer(CheckpointMixin):
     def __init__(self, task: Task, model: torch.nn.Module, t, seed: int, run_dir: Path, logger,
                  device: torch.device, progress: bool = True, dist: Optional[distributed.Dist] = None,
                  precision: str = "fp32", compile: bool = False):
@@ -104,6 +104,7 @@ class Trainer:
         self.last_loss = float("nan")
         self.extra: dict = {}                # saved with every checkpoint (e.g. the wandb run id)
         self.preempt_signal: Optional[int] = None
+        self._synced_once = False
 
     def _fault(self, point: str, step: int, loss: Optional[torch.Tensor] = None):
         action, at = self.faults.get(point, (None, -1))
@@ -114,50 +115,6 @@ class Trainer:
         if action == "raise":
             raise InjectedFault(f"NORMLAB_FAULT: injected failure at {point} of step {step}")
         return loss * float("nan") if loss is not None else loss
-
-    # --- checkpoints -------------------------------------------------------------------------
-    def _rng(self) -> tuple[list, list]:
-        """Per-rank CPU and CUDA RNG states (a collective in multi-process runs)."""
-        cpu = distributed.gather_cpu(self.dist, torch.get_rng_state())
-        if self.device.type != "cuda":
-            return cpu, []
-        return cpu, distributed.gather_cpu(self.dist, torch.cuda.get_rng_state(self.device))
-
-    def save(self) -> None:
-        self._check_window()  # never checkpoint past an unchecked NaN (lean loop)
-        rng, cuda_rng = self._rng()  # every rank takes part; only rank 0 writes
-        if not self.dist.main:
-            return
-        state = vars(self.state).copy()
-        state["window"] = {k: float(v) if torch.is_tensor(v) else v for k, v in state["window"].items()}
-        self.ckpt.save({
-            "model": self.module.state_dict(), "optimizer": self.opt.state_dict(),
-            "scheduler": self.sched.state_dict(), "state": state,
-            "rng": rng, "cuda_rng": cuda_rng, "world": self.dist.world,
-            **({"scaler": self.scaler.state_dict()} if self.scaler else {}), **self.extra,
-        })
-
-    def resume(self) -> Optional[dict]:
-        """Load the newest complete checkpoint (rank 0 reads it and sends it to the others)."""
-        ck = distributed.broadcast_state(self.dist, self.ckpt.load() if self.dist.main else None)
-        if ck is None:
-            return None
-        self.module.load_state_dict(ck["model"])
-        self.opt.load_state_dict(ck["optimizer"])
-        self.sched.load_state_dict(ck["scheduler"])
-        if self.scaler and ck.get("scaler"):
-            self.scaler.load_state_dict(ck["scaler"])
-        self.state = State(**ck["state"])
-        r = self.dist.rank
-        if ck.get("world", 1) == self.dist.world:
-            torch.set_rng_state(ck["rng"][r])
-            if ck["cuda_rng"] and self.device.type == "cuda":
-                torch.cuda.set_rng_state(ck["cuda_rng"][r], self.device)
-        else:  # a different process count cannot replay the same dropout masks anyway
-            warnings.warn(f"checkpoint was written by {ck.get('world', 1)} process(es), this run has "
-                          f"{self.dist.world}: resuming with fresh per-rank random streams")
-            torch.manual_seed(self.seed * 1_000_003 + r + 7919 * self.state.step)
-        return ck
 
     # --- evaluation --------------------------------------------------------------------------
     def _score(self, metrics: dict) -> float:
@@ -248,8 +205,10 @@ class Trainer:
         ref = loss_sum = units_sum = 0
         with probe if probe else contextlib.nullcontext():  # hooks only on probed steps
             for i, batch in enumerate(micro):
-                # DDP all-reduces gradients in the last micro-batch's backward only
-                with self.model.no_sync() if d.enabled and i < len(micro) - 1 else contextlib.nullcontext():
+                # DDP all-reduces gradients in the last micro-batch's backward only; static_graph
+                # DDP must see one fully synchronised step of this process before any no_sync
+                skip_sync = d.enabled and i < len(micro) - 1 and self._synced_once
+                with self.model.no_sync() if skip_sync else contextlib.nullcontext():
                     loss, value, units, local = self._micro(to_device(batch, self.device))
                     if not self.lean and (not math.isfinite(value) or value > t.diverge_loss):
                         self._log_train({})  # keep the curve up to the last finite step
@@ -280,6 +239,7 @@ class Trainer:
         if self.faults:
             self._fault("step", st.step + 1)
         st.step += 1
+        self._synced_once = True
         st.window["loss"] += loss_sum
         st.window["units"] += units_sum
         st.window["steps"] += 1
