@@ -43,7 +43,7 @@ class CheckpointMixin:
         self.sched.load_state_dict(ck["scheduler"])
         if self.scaler and ck.get("scaler"):
             self.scaler.load_state_dict(ck["scaler"])
-        self.state = State(**ck["state"])
+        self.state = type(self.state)(**ck["state"])
         r = self.dist.rank
         if ck.get("world", 1) == self.dist.world:
             torch.set_rng_state(ck["rng"][r])

@@ -278,10 +278,10 @@ class Trainer(CheckpointMixin):
                         self.save()
                     elif t.checkpoint_every and st.step % t.checkpoint_every == 0:
                         self.save()
-                    if self.preempt_signal is not None:
+                    if distributed.any_rank(self.dist, self.preempt_signal is not None):
                         self.save()
-                        raise Preempted(f"signal {self.preempt_signal} at step {st.step}: checkpoint written; "
-                                        "re-run the same command to resume")
+                        raise Preempted(f"signal {self.preempt_signal or '(on another rank)'} at step {st.step}: "
+                                        "checkpoint written; re-run the same command to resume")
                 if st.batch >= len(batches):
                     st.epoch, st.batch = st.epoch + 1, 0
                     if not t.eval_every:
