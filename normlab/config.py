@@ -16,6 +16,7 @@ from typing import List, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
+from . import accel
 from .errors import ConfigError
 from .norms import norm_factory
 from .schedule import SCHEDULES
@@ -49,6 +50,7 @@ class TrainConfig:
     select: str = "metric"             # choose the best checkpoint on the valid "metric" or "loss"
     diverge_loss: float = 1e4          # a train loss above this (or NaN/inf) ends the run as diverged
     probe_every: int = 0               # log Theorem-1 gradient statistics every N steps; 0 = off
+    update_freq: int = 1               # micro-batches per optimizer step (fairseq --update-freq)
 
 
 # configs/train.yaml: `trainer@task.train: default` composes this schema under every task.
@@ -94,6 +96,7 @@ def train_config(section: dict) -> TrainConfig:
         ("log_every", t.log_every > 0, "must be a positive number of steps"),
         ("diverge_loss", t.diverge_loss > 0, "must be positive (a train loss above it ends the run)"),
         ("clip_norm", t.clip_norm >= 0, "must be >= 0 (0 = no clipping)"),
+        ("update_freq", t.update_freq >= 1, "must be >= 1 micro-batches per optimizer step"),
     ] + [(k, getattr(t, k) >= 0, "must be >= 0 (0 = off)")
          for k in ("eval_every", "checkpoint_every", "patience", "probe_every", "warmup_steps")]
     for key, ok, want in checks:
@@ -169,6 +172,10 @@ def load_job(cfg: DictConfig, overrides: Optional[list[str]] = None) -> Job:
         norm_factory(norm["name"], **(norm.get("options") or {}))
     except ValueError as e:
         raise ConfigError(f"norm={norm['name']}: {e}; see normlab/configs/norm/{norm['name']}.yaml") from None
+    try:
+        accel.check(config.get("precision", "fp32"), config.get("compile", False), config.get("deterministic", True))
+    except ValueError as e:
+        raise ConfigError(f"{e} (normlab/configs/train.yaml or the command line)") from None
     if not isinstance(config.get("seed"), int) or config["seed"] < 0:
         raise ConfigError(f"seed={config.get('seed')!r}: must be an integer >= 0")
     job_cfg = OmegaConf.create(config)
@@ -177,7 +184,7 @@ def load_job(cfg: DictConfig, overrides: Optional[list[str]] = None) -> Job:
 
 
 # Keys that may differ between an interrupted run and its resumption.
-RUNTIME_KEYS = ("paths", "logger", "device", "progress", "threads")
+RUNTIME_KEYS = ("paths", "logger", "device", "progress", "threads", "compile")
 
 
 def same_experiment(a: dict, b: dict) -> list[str]:

@@ -213,3 +213,13 @@ def gather_cpu(ctx: Dist, t: torch.Tensor) -> list[torch.Tensor]:
     out = [torch.empty_like(t) for _ in range(ctx.world)]
     dist.all_gather(out, t, group=ctx.group)
     return out
+
+
+def any_rank(ctx: Dist, flag: bool) -> bool:
+    """True on every rank if it is true on one (a preemption signal that reached some ranks
+    first): all ranks then stop at the same step instead of one waiting in a collective."""
+    if not ctx.enabled:
+        return flag
+    t = torch.tensor([int(flag)])
+    dist.all_reduce(t, op=dist.ReduceOp.MAX, group=ctx.group)
+    return bool(t.item())

@@ -20,7 +20,7 @@ import torch
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
-from . import __version__, distributed, setting
+from . import __version__, accel, distributed, setting
 from .config import Job, load_job, same_experiment
 from .errors import ConfigError, DataError
 from .loggers import make_loggers
@@ -29,7 +29,7 @@ from .progress import enable_bars
 from .rundir import Checkpoints, Curves, atomic_write_bytes, read_curves, read_json, read_yaml, write_json, write_yaml
 from .tasks import get_task_class
 from .runlock import RunLock
-from .trainer import Diverged, Trainer
+from .trainer import Diverged, Preempted, Trainer
 
 USER_ERRORS = (ConfigError, DataError)
 FINAL = ("completed", "diverged")
@@ -50,11 +50,12 @@ def versions() -> dict:
             "python": platform.python_version(), "platform": platform.platform()}
 
 
-def set_determinism(cfg) -> None:
+def set_determinism(cfg, device: torch.device = torch.device("cpu")) -> None:
     torch.manual_seed(cfg.seed)
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg.threads))
-    if cfg.deterministic:
+    accel.set_matmul_precision(cfg.get("precision", "fp32"))
+    if accel.deterministic_for(cfg.deterministic, device):
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.use_deterministic_algorithms(True, warn_only=True)
 
@@ -104,11 +105,14 @@ def prepare(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = Non
 def build(job: Job, task, run_dir: Path, ctx: distributed.Dist) -> Trainer:
     """Model, optimizer, scheduler and the first epoch's batches; a ValueError here is a bad
     hyperparameter (e.g. d_model not divisible by heads, batch_size 0), reported as such."""
-    set_determinism(job)
+    set_determinism(job, ctx.device)
+    if job.get("compile"):
+        accel.compile_cache(Path(job.paths.cache_dir))
     try:
         model = task.build_model(norm_factory(job.norm.name, **(job.config["norm"].get("options") or {})))
         return Trainer(task, model, job.train, job.seed, run_dir, None,
-                       ctx.device, progress=job.progress and ctx.main, dist=ctx)
+                       ctx.device, progress=job.progress and ctx.main, dist=ctx,
+                       precision=job.get("precision", "fp32"), compile=bool(job.get("compile")))
     except ConfigError:
         raise
     except (ValueError, TypeError) as e:
@@ -188,6 +192,8 @@ def _run_locked(cfg, run_dir: Path, overrides, ctx, start: float) -> dict:
         trainer.fit()
     except Diverged as e:
         status, error = "diverged", str(e)
+    except Preempted as e:  # neither final nor failed: the next run of this command resumes
+        status, error = "preempted", str(e)
     except Exception as e:
         status, error = "failed", f"{type(e).__name__}: {e}"
         if ctx.main:
@@ -208,7 +214,7 @@ def _run_locked(cfg, run_dir: Path, overrides, ctx, start: float) -> dict:
             test = task.test(trainer.module, run_dir)
         trainer.logger.log({"epoch": trainer.state.epoch, "split": "test", **test}, trainer.state.step)
     summary = _summarise(job, task, trainer, run_dir, status, error, test, previous, start)
-    trainer.logger.close(0 if status == "completed" else 1, summary)
+    trainer.logger.close(0 if status in ("completed", "preempted") else 1, summary)
     if ctx.main:
         print(f"[normlab] {run_dir}: {status}; valid={trainer.state.last_valid} test={test}")
     return summary
@@ -228,6 +234,7 @@ def _summarise(job, task, trainer, run_dir, status, error, test, previous, start
         "throughput": {f"{task.unit}_per_s": st.units / st.train_time if st.train_time else 0.0},
         "params": sum(p.numel() for p in trainer.module.parameters()), "versions": versions(),
         "git_commit": git_commit(), "device": str(trainer.device), "world_size": trainer.dist.world,
+        "precision": trainer.precision, "compile": trainer.forward_model is not trainer.model,
         "argv": sys.argv,
     }
     if trainer.dist.main:

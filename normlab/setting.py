@@ -6,7 +6,7 @@ It is a diff of the job's config against the config Hydra composes for the same 
 scale with no other override, so it does not matter how a value was set (``key=``, a dict
 override, ``+key=``, an experiment file) and a value set to its default adds nothing.
 Excluded: the grid keys (task, norm, scale, seed), the experiment ``name`` and runtime keys that
-do not change a result (paths, logger, device, progress, threads).
+do not change a result (paths, logger, device, progress, threads, compile).
 """
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from typing import Any
 from omegaconf import OmegaConf
 
 DELETED = "~"   # a key of the defaults that the job removed (~key on the command line)
-EXCLUDED = {"task.name", "norm.name", "scale", "seed", "name", "paths", "logger", "device", "progress", "threads"}
+EXCLUDED = {"task.name", "norm.name", "scale", "seed", "name", "paths", "logger", "device", "progress", "threads",
+            "compile"}   # compile changes speed, not results (tests: compiled == eager)
 MAX_SEGMENT = 120
 
 
@@ -104,10 +105,15 @@ def segment(config: dict) -> str:
     return f"{text}/" if text else ""
 
 
+def job_part(cfg) -> dict:
+    """The part of a composed config (with or without its hydra node) that a setting is made of,
+    resolved; runtime keys, which may interpolate ${hydra:...}, are left out unresolved."""
+    return {k: OmegaConf.to_container(cfg[k], resolve=True) if OmegaConf.is_config(cfg[k]) else cfg[k]
+            for k in cfg if k != "hydra" and k not in EXCLUDED - {"scale"}}
+
+
 def _resolver(*, _root_) -> str:
-    config = {k: OmegaConf.to_container(_root_[k], resolve=True) if OmegaConf.is_config(_root_[k]) else _root_[k]
-              for k in _root_ if k != "hydra" and k not in EXCLUDED - {"scale"}}
-    return segment(config)
+    return segment(job_part(_root_))
 
 
 # ${normlab.setting:} in hydra.run.dir / hydra.sweep.subdir (configs/hydra/default.yaml).

@@ -3,9 +3,11 @@
 Exit status of one job: 0 when it completed or diverged (a result, not an error); 1 when Hydra
 cannot compose the config; 2 for bad input (a config or data error, before anything is written);
 3 when training crashed (traceback.txt in the run directory); 4 when another process is training
-the same run directory. ``--multirun``: the number of failed jobs (normlab.callbacks).
-The job's return value is its objective (normlab.runner.objective), so a Hydra sweeper that
-optimises (e.g. Optuna's) can use it; it also carries the job's status for the sweep summary.
+the same run directory; 75 when SIGTERM/SIGUSR1 preempted it (checkpoint written, status
+"preempted": re-run the same command to resume). ``--multirun``: the number of failed jobs
+(normlab.callbacks). The job's return value is its objective (normlab.runner.objective), so a Hydra
+sweeper that optimises (e.g. Optuna's) can use it; it also carries the job's status for the sweep
+summary.
 Under torchrun, a job that crashed ends the whole process group (its peers could be blocked in a
 collective), so a distributed sweep stops at the first crash; bad input still fails just that job.
 """
@@ -29,6 +31,9 @@ from .runlock import RunLocked
 from .runner import USER_ERRORS, objective, run
 
 
+EXIT_PREEMPTED = 75  # EX_TEMPFAIL: SIGTERM/SIGUSR1 arrived, a checkpoint was written; requeue
+
+
 def _rank() -> int:
     return int(os.environ.get("RANK", "0"))
 
@@ -40,6 +45,8 @@ def _main(cfg: DictConfig) -> Outcome:
     run_dir = Path(hc.runtime.output_dir)
     try:
         summary = run(cfg, run_dir, list(hc.overrides.task))
+        if summary["status"] == "preempted":
+            sys.exit(EXIT_PREEMPTED)  # also ends a sweep: the requeued job resumes it
         if summary["status"] == "failed" and not multirun:
             sys.exit(3)  # traceback.txt is in the run directory
         return Outcome(objective(summary), summary["status"])

@@ -3,6 +3,13 @@
 State that decides the future of a run (model, optimizer, scheduler, RNG, data position, the
 open logging window, the best score so far) lives in the checkpoint, so a run killed at any
 moment and restarted produces the same curves as one that never stopped (CPU, deterministic).
+
+A step is one optimizer update over ``task.train.update_freq`` consecutive micro-batches
+(fairseq's gradient accumulation). Checkpoints are written only between steps, so a run stopped
+inside an accumulation window resumes from the step before it and replays the whole window:
+exact, with nothing of a half-accumulated gradient to save.
+On CUDA the loop is lean: the loss stays on the device and the host reads it (and checks it for
+NaN/inf and ``diverge_loss``) at logging steps, evaluations and checkpoints only.
 """
 from __future__ import annotations
 
@@ -10,8 +17,8 @@ import contextlib
 import math
 import os
 import signal
+import threading
 import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -20,7 +27,9 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from . import distributed
+from . import accel, distributed
+from .checkpointing import CheckpointMixin
+from .faults import InjectedFault, parse_faults  # noqa: F401  (InjectedFault: re-exported)
 from .norms import GradProbe
 from .rundir import Checkpoints
 from .schedule import build_optimizer, build_scheduler
@@ -31,30 +40,10 @@ class Diverged(RuntimeError):
     """The training loss became NaN/inf or passed task.train.diverge_loss."""
 
 
-class InjectedFault(RuntimeError):
-    """Raised by a NORMLAB_FAULT ``raise`` spec (tests of the failure path)."""
+class Preempted(RuntimeError):
+    """SIGTERM/SIGUSR1 arrived: a checkpoint at the current step was written; requeue the job."""
 
-
-FAULT_POINTS = ("loss", "step", "save", "eval")
-
-
-def parse_faults(spec: Optional[str], run_dir: Path) -> dict:
-    """Test-only fault injection from ``NORMLAB_FAULT``: comma-separated ``action:point:step[:match]``.
-
-    action: ``kill`` (SIGKILL, a real kill -9 of this process), ``raise`` or ``nan`` (the loss
-    becomes NaN); point: ``loss`` (before the divergence check), ``step`` (after the optimizer
-    step, before the step is counted), ``save`` (between moving last.pt to prev.pt and moving the
-    new file in), ``eval`` (after the valid record is logged, before any checkpoint); step: the
-    training step it fires at; match: only in run directories whose path contains this text.
-    """
-    faults = {}
-    for item in filter(None, (spec or "").split(",")):
-        action, point, step, *match = item.strip().split(":", 3)
-        if action not in ("kill", "raise", "nan") or point not in FAULT_POINTS:
-            raise ValueError(f"NORMLAB_FAULT item {item!r}: want kill|raise|nan:{'|'.join(FAULT_POINTS)}:STEP")
-        if not match or match[0] in str(run_dir):
-            faults[point] = (action, int(step))
-    return faults
+PREEMPT_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
 
 
 @dataclass
@@ -72,9 +61,10 @@ class State:
     stopped_early: bool = False
 
 
-class Trainer:
+class Trainer(CheckpointMixin):
     def __init__(self, task: Task, model: torch.nn.Module, t, seed: int, run_dir: Path, logger,
-                 device: torch.device, progress: bool = True, dist: Optional[distributed.Dist] = None):
+                 device: torch.device, progress: bool = True, dist: Optional[distributed.Dist] = None,
+                 precision: str = "fp32", compile: bool = False):
         self.dist = dist or distributed.Dist(device=device)
         self.task, self.t, self.seed = task, t, seed
         self.module = model.to(device)       # the bare model: evaluation, checkpoints, probes
@@ -86,6 +76,12 @@ class Trainer:
                                                  static_graph=True)
             # Model init used the same seed on every rank; dropout must differ per rank.
             torch.manual_seed(seed * 1_000_003 + self.dist.rank)
+        self.forward_model = accel.compile_model(self.model) if compile else self.model
+        self.precision = precision
+        self.scaler = accel.grad_scaler(precision, device)
+        # one host sync per step is free on CPU and keeps its exact divergence step; not on CUDA
+        self.lean = device.type == "cuda" and not self.dist.enabled
+        self.prefetch = accel.Prefetch(lambda b: to_device(b, device), device)
         # A task whose batches are not batch-first tensors provides its own shard(batch, rank, world).
         self.shard = getattr(task, "shard", distributed.shard)
         self.logger, self.device, self.progress = logger, device, progress
@@ -98,7 +94,8 @@ class Trainer:
         if self.batches_per_epoch == 0:
             raise ValueError(f"task {task.name} produced no training batches; check task.data.batch_size "
                              "and the training data")
-        self.total_steps = t.max_steps or t.max_epochs * self.batches_per_epoch
+        self.steps_per_epoch = -(-self.batches_per_epoch // t.update_freq)  # a short last window
+        self.total_steps = t.max_steps or t.max_epochs * self.steps_per_epoch
         if self.total_steps <= 0:
             raise ValueError("set task.train.max_epochs or task.train.max_steps to a positive number")
         self.opt = build_optimizer(self.module, t)
@@ -106,6 +103,8 @@ class Trainer:
         self.state = State()
         self.last_loss = float("nan")
         self.extra: dict = {}                # saved with every checkpoint (e.g. the wandb run id)
+        self.preempt_signal: Optional[int] = None
+        self._synced_once = False
 
     def _fault(self, point: str, step: int, loss: Optional[torch.Tensor] = None):
         action, at = self.faults.get(point, (None, -1))
@@ -116,45 +115,6 @@ class Trainer:
         if action == "raise":
             raise InjectedFault(f"NORMLAB_FAULT: injected failure at {point} of step {step}")
         return loss * float("nan") if loss is not None else loss
-
-    # --- checkpoints -------------------------------------------------------------------------
-    def _rng(self) -> tuple[list, list]:
-        """Per-rank CPU and CUDA RNG states (a collective in multi-process runs)."""
-        cpu = distributed.gather_cpu(self.dist, torch.get_rng_state())
-        if self.device.type != "cuda":
-            return cpu, []
-        return cpu, distributed.gather_cpu(self.dist, torch.cuda.get_rng_state(self.device))
-
-    def save(self) -> None:
-        rng, cuda_rng = self._rng()  # every rank takes part; only rank 0 writes
-        if not self.dist.main:
-            return
-        self.ckpt.save({
-            "model": self.module.state_dict(), "optimizer": self.opt.state_dict(),
-            "scheduler": self.sched.state_dict(), "state": vars(self.state).copy(),
-            "rng": rng, "cuda_rng": cuda_rng, "world": self.dist.world,
-            **self.extra,
-        })
-
-    def resume(self) -> Optional[dict]:
-        """Load the newest complete checkpoint (rank 0 reads it and sends it to the others)."""
-        ck = distributed.broadcast_state(self.dist, self.ckpt.load() if self.dist.main else None)
-        if ck is None:
-            return None
-        self.module.load_state_dict(ck["model"])
-        self.opt.load_state_dict(ck["optimizer"])
-        self.sched.load_state_dict(ck["scheduler"])
-        self.state = State(**ck["state"])
-        r = self.dist.rank
-        if ck.get("world", 1) == self.dist.world:
-            torch.set_rng_state(ck["rng"][r])
-            if ck["cuda_rng"] and self.device.type == "cuda":
-                torch.cuda.set_rng_state(ck["cuda_rng"][r], self.device)
-        else:  # a different process count cannot replay the same dropout masks anyway
-            warnings.warn(f"checkpoint was written by {ck.get('world', 1)} process(es), this run has "
-                          f"{self.dist.world}: resuming with fresh per-rank random streams")
-            torch.manual_seed(self.seed * 1_000_003 + r + 7919 * self.state.step)
-        return ck
 
     # --- evaluation --------------------------------------------------------------------------
     def _score(self, metrics: dict) -> float:
@@ -189,10 +149,24 @@ class Trainer:
                 st.stopped_early = True
 
     # --- training ----------------------------------------------------------------------------
+    def _check_window(self) -> None:
+        """Lean loop: read the open window's device-side loss (one host sync) and stop on NaN/inf
+        or a mean above diverge_loss, before anything is logged or checkpointed."""
+        st, w = self.state, self.state.window
+        if not (torch.is_tensor(w["loss"]) or torch.is_tensor(w["units"])):
+            return
+        w["loss"], w["units"] = float(w["loss"]), int(w["units"])
+        value = w["loss"] / max(w["units"], 1)
+        if not math.isfinite(value) or value > self.t.diverge_loss:
+            raise Diverged(f"mean training loss {value} over steps {st.step - w['steps'] + 1}-{st.step} "
+                           f"(task.train.diverge_loss={self.t.diverge_loss}; checked at logging steps on CUDA)")
+
     def _log_train(self, extra: dict) -> None:
         st, w = self.state, self.state.window
         if not w["steps"]:
             return
+        self._check_window()
+        st.units += w["units"]
         rate = st.units / st.train_time if st.train_time else 0.0
         rec = {"epoch": st.epoch, "split": "train", "loss": w["loss"] / w["units"],
                "lr": self.opt.param_groups[0]["lr"], f"{self.task.unit}_per_s": rate, **extra}
@@ -200,43 +174,79 @@ class Trainer:
         self.last_loss = rec["loss"]
         st.window = {"loss": 0.0, "units": 0, "steps": 0}
 
-    def _step(self, batch) -> dict:
+    def _micro(self, batch):
+        """(loss, value, units, local units) of one micro-batch, its backward not yet run: value
+        and units are the global mean loss and unit count in multi-process runs."""
+        d = self.dist
+        real = True
+        if d.enabled:
+            batch, real = self.shard(batch, d.rank, d.world)
+        with accel.autocast(self.precision, self.device):
+            loss, units = self.task.loss(self.forward_model, batch)
+        if self.faults:
+            loss = self._fault("loss", self.state.step + 1, loss)
+        if d.enabled:
+            # The global mean decides divergence on every rank alike; the weight (world x local
+            # units) makes DDP's gradient average the gradient of the window's mean loss.
+            value, total = distributed.global_loss(d, loss, int(units) if real else 0)
+            return loss, value, total, d.world * int(units) if real else 0.0
+        if self.lean:
+            return loss, loss.detach().double(), units, units
+        units = int(units)
+        return loss, loss.item(), units, units  # the one host sync per step
+
+    def _step(self, *micro) -> dict:
+        """One optimizer update over the micro-batches ``micro``: the gradient of the summed loss
+        over their units divided by the units of all of them (fairseq's --update-freq)."""
         t, st, d = self.t, self.state, self.dist
         probe_now = t.probe_every and (st.step + 1) % t.probe_every == 0
         probe = GradProbe(self.module) if probe_now else None
-        batch = to_device(batch, self.device)
-        if d.enabled:
-            batch, real = self.shard(batch, d.rank, d.world)
+        self.opt.zero_grad(set_to_none=True)
+        ref = loss_sum = units_sum = 0
         with probe if probe else contextlib.nullcontext():  # hooks only on probed steps
-            loss, units = self.task.loss(self.model, batch)
-            if self.faults:
-                loss = self._fault("loss", st.step + 1, loss)
-            if d.enabled:
-                # The global mean decides divergence on every rank alike; the weight makes DDP's
-                # gradient average equal the gradient of the whole batch's mean loss.
-                value, total = distributed.global_loss(d, loss, units if real else 0)
-                weight = d.world * units / total if real else 0.0
-                units = total
-            else:
-                value, weight = loss.item(), None  # the one host sync per step
-            if not math.isfinite(value) or value > t.diverge_loss:
-                self._log_train({})  # keep the curve up to the last finite step
-                raise Diverged(f"training loss {value} at step {st.step + 1} (task.train.diverge_loss="
-                               f"{t.diverge_loss})")
-            self.opt.zero_grad(set_to_none=True)
-            (loss if weight is None else loss * weight).backward()
+            for i, batch in enumerate(micro):
+                # DDP all-reduces gradients in the last micro-batch's backward only; static_graph
+                # DDP must see one fully synchronised step of this process before any no_sync
+                skip_sync = d.enabled and i < len(micro) - 1 and self._synced_once
+                with self.model.no_sync() if skip_sync else contextlib.nullcontext():
+                    loss, value, units, local = self._micro(to_device(batch, self.device))
+                    if not self.lean and (not math.isfinite(value) or value > t.diverge_loss):
+                        self._log_train({})  # keep the curve up to the last finite step
+                        raise Diverged(f"training loss {value} at step {st.step + 1} (task.train.diverge_loss="
+                                       f"{t.diverge_loss})")
+                    if i == 0:  # gradients are accumulated relative to the first micro-batch's units
+                        ref = units * len(micro)
+                        ref = ref.clamp_min(1) if torch.is_tensor(ref) else max(ref, 1)
+                    if len(micro) > 1 or d.enabled:
+                        loss = loss * (local / ref)
+                    (self.scaler.scale(loss) if self.scaler else loss).backward()
+                loss_sum, units_sum = loss_sum + value * units, units_sum + units
+        factor = None
+        if len(micro) > 1:  # sum_i n_i L_i / ref  ->  sum_i n_i L_i / sum_i n_i
+            factor = ref / (units_sum.clamp_min(1) if torch.is_tensor(units_sum) else max(units_sum, 1))
+        if self.scaler and (t.clip_norm or factor is not None):
+            self.scaler.unscale_(self.opt)
+        if factor is not None:
+            torch._foreach_mul_([p.grad for p in self.module.parameters() if p.grad is not None], factor)
         if t.clip_norm:
             torch.nn.utils.clip_grad_norm_(self.module.parameters(), t.clip_norm)
-        self.opt.step()
+        if self.scaler:  # skips the update when the scaled gradients overflowed
+            self.scaler.step(self.opt)
+            self.scaler.update()
+        else:
+            self.opt.step()
         self.sched.step()
         if self.faults:
             self._fault("step", st.step + 1)
         st.step += 1
-        st.window["loss"] += value * units
-        st.window["units"] += units
+        self._synced_once = True
+        st.window["loss"] += loss_sum
+        st.window["units"] += units_sum
         st.window["steps"] += 1
-        st.units += units
         return probe.pop() if probe else {}
+
+    def _on_signal(self, signum, frame) -> None:
+        self.preempt_signal = signum  # acted on after the current optimizer step
 
     def fit(self) -> State:
         t, st = self.t, self.state
@@ -244,35 +254,46 @@ class Trainer:
         bar = tqdm(total=self.total_steps, initial=st.step, disable=not self.progress, desc=self.task.name,
                    dynamic_ncols=True, leave=False)
         done = lambda: st.step >= self.total_steps or st.stopped_early  # noqa: E731
-        while not done():
-            # a pure function of (epoch, seed): epoch 0's batches are the ones __init__ counted
-            batches = (self._epoch0 if st.epoch == 0 and self._epoch0 is not None
-                       else self.task.train_batches(st.epoch, self.seed))
-            self._epoch0 = None
-            while st.batch < len(batches) and not done():
-                t0 = time.perf_counter()
-                probe_stats = self._step(batches[st.batch])
-                st.train_time += time.perf_counter() - t0
-                st.batch += 1
-                bar.update(1)
-                if st.step % t.log_every == 0 or probe_stats:
-                    self._log_train(probe_stats)
-                    bar.set_postfix(loss=f"{self.last_loss:.3f}")
-                if t.eval_every and st.step % t.eval_every == 0:
-                    self._log_train({})
-                    self.evaluate()
-                    self.save()
-                elif t.checkpoint_every and st.step % t.checkpoint_every == 0:
-                    self.save()
-            if st.batch >= len(batches):
-                st.epoch, st.batch = st.epoch + 1, 0
-                if not t.eval_every:
-                    self._log_train({})
-                    self.evaluate()
-                    self.save()
-        self._log_train({})
-        if st.best is None:  # no evaluation happened yet (tiny budgets): evaluate the final model
-            self.evaluate()
-        self.save()
-        bar.close()
+        handlers = ({s: signal.signal(s, self._on_signal) for s in PREEMPT_SIGNALS}
+                    if threading.current_thread() is threading.main_thread() else {})
+        try:
+            while not done():
+                # a pure function of (epoch, seed): epoch 0's batches are the ones __init__ counted
+                batches = (self._epoch0 if st.epoch == 0 and self._epoch0 is not None
+                           else self.task.train_batches(st.epoch, self.seed))
+                self._epoch0 = None
+                while st.batch < len(batches) and not done():
+                    t0 = time.perf_counter()
+                    end = min(st.batch + t.update_freq, len(batches))
+                    probe_stats = self._step(*(self.prefetch.get(batches, i) for i in range(st.batch, end)))
+                    st.train_time += time.perf_counter() - t0
+                    st.batch = end
+                    bar.update(1)
+                    if st.step % t.log_every == 0 or probe_stats:
+                        self._log_train(probe_stats)
+                        bar.set_postfix(loss=f"{self.last_loss:.3f}")
+                    if t.eval_every and st.step % t.eval_every == 0:
+                        self._log_train({})
+                        self.evaluate()
+                        self.save()
+                    elif t.checkpoint_every and st.step % t.checkpoint_every == 0:
+                        self.save()
+                    if distributed.any_rank(self.dist, self.preempt_signal is not None):
+                        self.save()
+                        raise Preempted(f"signal {self.preempt_signal or '(on another rank)'} at step {st.step}: "
+                                        "checkpoint written; re-run the same command to resume")
+                if st.batch >= len(batches):
+                    st.epoch, st.batch = st.epoch + 1, 0
+                    if not t.eval_every:
+                        self._log_train({})
+                        self.evaluate()
+                        self.save()
+            self._log_train({})
+            if st.best is None:  # no evaluation happened yet (tiny budgets): evaluate the final model
+                self.evaluate()
+            self.save()
+        finally:
+            for s, h in handlers.items():
+                signal.signal(s, h)
+            bar.close()
         return st

@@ -80,14 +80,10 @@ def suggest(trial, key: str, p: dict):
 
 def run_dir_of(overrides: list[str]) -> Path:
     """The run directory normlab-train will use for these overrides (hydra.run.dir's formula)."""
-    from omegaconf import OmegaConf
-
-    from .setting import segment
+    from .setting import job_part, segment
     cfg = _compose(overrides)
-    config = {k: OmegaConf.to_container(cfg[k], resolve=True) if OmegaConf.is_config(cfg[k]) else cfg[k]
-              for k in ("task", "norm", "scale", "deterministic") if k in cfg}
     return (Path(cfg.paths.root) / cfg.scale / cfg.name / cfg.task.name / cfg.norm.name /
-            f"{segment(config)}seed{cfg.seed}")
+            f"{segment(job_part(cfg))}seed{cfg.seed}")
 
 
 def recover(study) -> int:

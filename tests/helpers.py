@@ -43,3 +43,10 @@ def run_cli(args: list[str], tmp_path: Path, data_dir: Path | None = None, timeo
     if check and out.returncode != 0:
         raise AssertionError(f"{cmd} exited {out.returncode}\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
     return out
+
+
+def run_path(tmp_path: Path, overrides: list[str]) -> Path:
+    """The run directory ``normlab-train`` picks for ``overrides`` under ``tmp_path/runs``: the
+    setting segment (normlab.setting) names what the overrides vary."""
+    from normlab.tune import run_dir_of
+    return run_dir_of([f"paths.root={tmp_path / 'runs'}", *overrides])

@@ -111,3 +111,18 @@ def test_submitit_tasks_train_as_one_ddp_job(tmp_path):
     for x, y in zip(read_curves(one / "curves.jsonl"), read_curves(two / "curves.jsonl"), strict=True):
         assert (x["step"], x["split"]) == (y["step"], y["split"])
         assert math.isclose(x["loss"], y["loss"], rel_tol=1e-5)
+
+
+@pytest.mark.slow
+def test_two_processes_with_update_freq_follow_the_one_process_curve(tmp_path):
+    """no_sync on the first micro-batch, the all-reduce in the last one's backward, and the
+    window's units counted over both ranks: the same updates as one process."""
+    args = [*ARGS, "task.train.update_freq=2", "task.train.max_steps=4", "task.train.log_every=1"]
+    _, one = run_job(args, tmp_path / "one")
+    out = torchrun(tmp_path / "two", args)
+    assert out.returncode == 0, out.stderr[-3000:]
+    a, b = read_curves(one / "curves.jsonl"), read_curves(tmp_path / "two" / RUN / "curves.jsonl")
+    assert [r["step"] for r in a if r["split"] == "train"] == [1, 2, 3, 4]
+    for x, y in zip(a, b, strict=True):
+        assert (x["step"], x["split"]) == (y["step"], y["split"])
+        assert math.isclose(x["loss"], y["loss"], rel_tol=1e-5), (x, y)

@@ -240,3 +240,14 @@ def test_report_cli_starts_without_torch():
     code = "import sys, normlab.report.cli; assert 'torch' not in sys.modules, 'torch imported'"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+def test_data_table_states_a_precision_other_than_fp32(tmp_path):
+    for seed, precision in ((1, "bf16"), (2, None)):  # None: a summary from before precision existed
+        make_run(tmp_path / "runs", "rt", "layernorm", seed, 70.0)
+        path = tmp_path / "runs" / "rt" / "layernorm" / f"seed{seed}" / "summary.json"
+        if precision:
+            path.write_text(json.dumps({**json.loads(path.read_text()), "precision": precision}))
+    out = write_report(find_runs([tmp_path / "runs"]), tmp_path / "out")
+    data = next(p for p in out["tables"] if p.stem == "data" and p.suffix == ".md")
+    assert "Precision: bf16, fp32." in data.read_text()

@@ -3,9 +3,10 @@
 Every module normalizes over the last dimension, or over dim 1 of a channels-first tensor
 (N, C, ...) when built with ``channels_first=True`` (the MNIST CNN).
 
-``impl="fused"`` (the default) runs the variant's fast path, affine included: on CPU the C++
-kernels of ``native.py``, elsewhere (or without a compiler) the tensor-op paths of ``fused.py``
-and ``fused_elementwise.py``; ``impl="reference"`` runs the plain math of
+``impl="fused"`` (the default) runs the variant's fast path, affine included: on CUDA
+``cuda.py`` (torch's kernels or compiled reference math), on CPU the C++ kernels of
+``native.py``, elsewhere (or without a compiler) the tensor-op paths of ``fused.py`` and
+``fused_elementwise.py``; ``impl="reference"`` runs the plain math of
 ``functional.py`` through autograd. Both compute the same function and gradients; the reference
 is what tests and benchmarks compare against, and it supports double backward.
 """
@@ -15,7 +16,7 @@ import torch
 from torch import nn
 
 from . import functional as F
-from . import fused, fused_elementwise
+from . import cuda, fused, fused_elementwise
 
 IMPLS = ("fused", "reference")
 
@@ -35,12 +36,22 @@ class Norm(nn.Module):
         self.bias = nn.Parameter(torch.zeros(dim)) if bias else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if torch.is_autocast_enabled(x.device.type):
+            # Statistics in fp32 under mixed precision: a bf16 mean of values near 1000 is off by
+            # up to 2, and the reference math's matmul-free ops would otherwise run in x's dtype.
+            with torch.autocast(x.device.type, enabled=False):
+                return self._run(x.float()).to(x.dtype)
+        return self._run(x)
+
+    def _run(self, x: torch.Tensor) -> torch.Tensor:
         if self.channels_first:
             x = x.movedim(1, -1)
         if x.shape[-1] != self.dim:
             raise ValueError(f"{type(self).__name__}(dim={self.dim}) got a tensor with {x.shape[-1]} "
                              "features")
-        y = self.fused(x) if self.impl == "fused" else self.reference(x)
+        y = cuda.forward(self, x) if self.impl == "fused" and cuda.active(x) else None
+        if y is None:
+            y = self.fused(x) if self.impl == "fused" else self.reference(x)
         return y.movedim(-1, 1) if self.channels_first else y
 
     def reference(self, x: torch.Tensor) -> torch.Tensor:

@@ -133,6 +133,9 @@ def data_table(grid: Grid) -> Table:
     t.caption = ("params: parameter count (min–max over norm variants: gains and biases differ); wall time "
                  "includes data loading and evaluation; throughput counts training units per second of "
                  "training step time. Scale: " + ", ".join(sorted({r.scale for r in grid.runs})) + ".")
+    precisions = sorted({r.summary.get("precision", "fp32") for r in grid.runs if r.summary})
+    if precisions != ["fp32"] and precisions:  # fp32 is the default; say so only when it is not all
+        t.caption += " Precision: " + ", ".join(precisions) + "."
     return t
 
 

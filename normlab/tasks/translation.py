@@ -127,11 +127,11 @@ class TranslationTask(Task):
         eps = float(self.cfg.criterion.label_smoothing)
         eps_i = eps / (lprobs.size(-1) - 1)
         loss = (1.0 - eps - eps_i) * nll + eps_i * smooth                 # fairseq's label smoothing
-        return loss.sum(), nll.sum(), int(keep.sum())
+        return loss.sum(), nll.sum(), keep.sum()  # a tensor: the lean GPU loop reads it lazily
 
     def loss(self, model, batch):
         total, _, n = self._loss_sums(model, batch)
-        return total / max(n, 1), n
+        return total / n.clamp_min(1), n
 
     # --- evaluation ----------------------------------------------------------------------------
     def _search(self) -> SearchConfig:
@@ -160,7 +160,7 @@ class TranslationTask(Task):
         total, nll, n = 0.0, 0.0, 0
         for batch in bar(self._eval_batches(split), f"evaluate {split}", unit="batch"):
             t, l, k = self._loss_sums(model, tuple(x.to(device) for x in batch))
-            total, nll, n = total + t.item(), nll + l.item(), n + k
+            total, nll, n = total + t.item(), nll + l.item(), n + int(k)
         out = {"loss": total / n, "nll": nll / n, "ppl": math.exp(min(nll / n, 50.0))}
         if split == "valid" and self.cfg.eval.valid_bleu:
             greedy = SearchConfig(**{**vars(self._search()), "beam": 1})
