@@ -16,7 +16,7 @@ from normlab.report import find_runs, write_report
 from normlab.report import published as P
 from normlab.report.aggregate import Grid
 from normlab.report.cli import main as cli_main
-from normlab.report.findings import CLAIMS, evaluate, gap
+from normlab.report.findings import CLAIMS, evaluate, findings, gap, sign_tests, summary_lines
 from normlab.report.paper_tables import TABLES, norm_table
 from normlab.report.runs import export
 from normlab.report.tables import latex_escape
@@ -113,9 +113,38 @@ def test_findings_welch_test_verdicts(tmp_path):
     expect = stats.ttest_ind([80, 81, 82.5], [70, 71.5, 72], equal_var=False, alternative="greater")
     assert f.verdict == "holds" and f.p == pytest.approx(expect.pvalue, rel=1e-12)
     assert f.diff == pytest.approx(10.0) and (f.n_a, f.n_b) == (3, 3) and f.paper == "-0.55"
-    assert evaluate(g, claim["adanorm_no_worse"], "rt").verdict == "contradicted"
+    assert claim["adanorm_improves"].strict     # the paper claims an improvement, so ">" not "≥"
+    assert evaluate(g, claim["adanorm_improves"], "rt").verdict == "contradicted"
     assert evaluate(g, claim["derivatives_matter"], "rt").verdict == "not shown"
     assert evaluate(g, claim["var_derivative_matters_more"], "rt") is None      # neither norm ran
+
+
+def test_findings_corrected_verdicts_and_sign_test(tmp_path):
+    # Two tasks, each raw-significant for LN-simple over LN (p = 0.036 and 0.045 by hand below).
+    for task, lns, ln in (("rt", [80.0, 83.0, 81.0], [78.0, 79.0, 78.5]),
+                          ("sst2", [80.0, 83.0, 81.0], [78.5, 79.0, 78.5])):
+        for seed, (a, b) in enumerate(zip(lns, ln), start=1):
+            make_run(tmp_path, task, "layernorm_simple", seed, a)
+            make_run(tmp_path, task, "layernorm", seed, b)
+    fs = findings(grid_of(tmp_path))
+    tested = [f for f in fs if f.p_decide is not None]
+    assert [f.claim.key for f in tested] == ["ln_simple_no_worse"] * 2
+    rt, sst2 = sorted(tested, key=lambda f: f.p_decide)
+    p1 = stats.ttest_ind([80, 83, 81], [78, 79, 78.5], equal_var=False, alternative="greater").pvalue
+    p2 = stats.ttest_ind([80, 83, 81], [78.5, 79, 78.5], equal_var=False, alternative="greater").pvalue
+    assert rt.p_decide == pytest.approx(p1) and sst2.p_decide == pytest.approx(p2) and p1 < p2 < 0.05
+    assert rt.verdict == sst2.verdict == "holds"
+    # m = 2 by hand. Holm: 2 * p1 = 0.073 for both (monotone): neither survives.
+    assert rt.p_holm == pytest.approx(2 * p1) and sst2.p_holm == pytest.approx(2 * p1)
+    assert rt.verdict_holm == sst2.verdict_holm == "consistent"
+    # BH: min(2 * p1, p2) = p2 for both: both survive.
+    assert rt.p_bh == pytest.approx(p2) and sst2.p_bh == pytest.approx(p2)
+    assert rt.verdict_bh == sst2.verdict_bh == "holds"
+    st = sign_tests(fs)["ln_simple_no_worse"]
+    assert (st["wins"], st["n"]) == (2, 2) and st["p_greater"] == pytest.approx(0.25)
+    line = summary_lines(fs)[0]
+    assert "after Holm over all 2 tests, consistent on 2 of 2 (rt, sst2)" in line
+    assert "After BH: holds on 2 of 2" in line and "better on 2 of 2 tasks" in line
 
 
 def test_findings_divergence_decides_and_too_few_runs(tmp_path):
