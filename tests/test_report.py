@@ -202,11 +202,13 @@ def test_grad_stats_table_from_probe_records(tmp_path):
                                       "grad/all/in_absmean": m_in, "grad/all/out_absmean": 2.0,
                                       "grad/all/in_var": v_in, "grad/all/out_var": 4.0}
     make_run(tmp_path, "rt", "detachnorm", 1, 70.0, curves=[probe(10, 1.0, 4.0), probe(20, 3.0, 8.0)])
-    make_run(tmp_path, "rt", "layernorm_simple", 1, 70.0, curves=[probe(10, 0.0, 2.0)])
+    # LN-simple's probe logged σ (the σ²-normalized ratio); DetachNorm's predates it.
+    make_run(tmp_path, "rt", "layernorm_simple", 1, 70.0, curves=[{**probe(10, 0.0, 2.0), "grad/all/ratio_s2": 0.75}])
     out = write_report(find_runs([tmp_path]), tmp_path / "out", figures=False)
     text = (tmp_path / "out" / "grad_stats.md").read_text()
-    assert "| DetachNorm | 1 | 1.5 |" in text            # medians of (0.5, 1.5) and (1, 2)
-    assert "| LayerNorm-simple | 0 | 0.5 |" in text
+    assert "| DetachNorm | 1 | 1.5 | not recorded |" in text            # medians of (0.5, 1.5) and (1, 2)
+    assert "| LayerNorm-simple | 0 | 0.5 | 0.75 |" in text
+    assert "predate" not in text       # one run has σ, so the caption does not say none has
     assert tmp_path / "out" / "grad_stats.csv" in out["tables"]
 
 
