@@ -271,3 +271,14 @@ def test_report_cli_starts_without_torch():
     code = "import sys, normlab.report.cli; assert 'torch' not in sys.modules, 'torch imported'"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+def test_data_note_counts_translation_pairs_used(tmp_path):
+    from normlab.report.aggregate import data_note
+    from normlab.report.runs import Run
+    old = {"source": "real", "subset": "s", "sizes": {"train": 7283, "valid": 887, "test": 1565},
+           "train_pairs_over_max_len": 984}            # a summary from before sizes counted pairs used
+    new = {**old, "sizes": {**old["sizes"], "train": 6299}, "train_pairs_read": 7283}
+    for d in (old, new):
+        note = data_note([Run(tmp_path, {}, {"data": d})])
+        assert "train 6,299 used (7,283 read, 984 over train_max_len dropped) / valid 887 / test 1,565" in note
