@@ -174,7 +174,7 @@ def test_option_sets_become_separate_rows_and_mixed_configs_are_flagged(tmp_path
     make_run(tmp_path, "rt", "layernorm", 1, 70.0, lr=1e-3)
     make_run(tmp_path, "rt", "layernorm", 2, 72.0, lr=5e-4)
     t = norm_table(grid_of(tmp_path), "table3", *TABLES["table3"])
-    assert [r[0] for r in t.rows] == ["LayerNorm", "LayerNorm-simple", "AdaNorm (C=1.0)", "AdaNorm (C=2.0)"]
+    assert [r[0] for r in t.rows] == ["w/o Norm", "LayerNorm", "LayerNorm-simple", "AdaNorm (C=1.0)", "AdaNorm (C=2.0)"]
     assert row(t, "LayerNorm")[1] == "71.00 ± 1.41 (2) †"
     assert "† the cell's runs differ in config beyond the seed." in t.full_caption
 

@@ -19,9 +19,10 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-import torch
+if TYPE_CHECKING:      # torch is imported where a baseline is computed: normlab-report starts without it
+    import torch
 
 from ..rundir import atomic_write_bytes
 
@@ -37,6 +38,7 @@ def bits_per_byte(data: torch.Tensor, bounds: dict[str, tuple[int, int]]) -> dic
     """{"unigram": {split: bpc}, "bigram": {split: bpc}} with both models fitted on ``bounds["train"]``
     (add-one smoothing). A split starting at byte 0 has no predecessor for its first byte: the
     bigram scores it from its second byte on."""
+    import torch
     x = data.to(torch.int64)
     a, b = bounds["train"]
     uni = torch.bincount(x[a:b], minlength=256).double() + 1.0
@@ -54,12 +56,14 @@ def bits_per_byte(data: torch.Tensor, bounds: dict[str, tuple[int, int]]) -> dic
 
 def majority_accuracy(labels: dict[str, torch.Tensor]) -> tuple[int, dict[str, float]]:
     """(majority class of the train labels, accuracy % of predicting it on each split)."""
+    import torch
     major = int(torch.bincount(labels["train"]).argmax())
     return major, {s: 100.0 * float((y == major).double().mean()) for s, y in labels.items()}
 
 
 def right_neighbour_uas(heads: torch.Tensor, offsets: torch.Tensor, punct: torch.Tensor) -> float:
     """UAS % of heads[i] = i + 1 within each sentence, the last word to the root (0)."""
+    import torch
     n = heads.numel()
     pos = torch.arange(n) - torch.repeat_interleave(offsets[:-1], offsets[1:] - offsets[:-1]) + 1  # 1-based
     last = torch.zeros(n, dtype=torch.bool)
@@ -198,6 +202,7 @@ def level_sentences(grid, base: dict[str, dict]) -> list[str]:
 
 
 def baselines_table(grid, data_dir: Optional[Path], cache_dir: Path):
+    from .aggregate import data_sentence
     from .tables import Table
     base = compute_all(grid, data_dir, cache_dir)
     t = Table("baselines", "Trivial baselines computed from the data", ["task", "baseline", "metric", "train",
@@ -221,7 +226,7 @@ def baselines_table(grid, data_dir: Optional[Path], cache_dir: Path):
                  "accuracy of always predicting the train split's majority class; PTB: UAS of attaching every "
                  "word to its right neighbour (last word to the root), punctuation excluded as in the parser's "
                  "score. Translation: none. Cached under the cache folder; rows say when the data is absent.")
-    t.notes = level_sentences(grid, base)
+    t.notes = level_sentences(grid, base) + [data_sentence(grid)]
     if mismatch:
         t.notes.append(f"Valid/test sizes differ from the runs' for {', '.join(mismatch)}: these baselines "
                        "describe other data than the runs used.")
