@@ -282,3 +282,15 @@ def test_data_note_counts_translation_pairs_used(tmp_path):
     for d in (old, new):
         note = data_note([Run(tmp_path, {}, {"data": d})])
         assert "train 6,299 used (7,283 read, 984 over train_max_len dropped) / valid 887 / test 1,565" in note
+
+
+def test_regime_counts_runs_whose_best_checkpoint_is_the_last(tmp_path):
+    from normlab.report.regime import regime_sentence
+    for seed, best in ((1, 100), (2, 100), (3, 60)):
+        d = make_run(tmp_path, "rt", "layernorm", seed, 70.0)
+        s = json.loads((d / "summary.json").read_text())
+        (d / "summary.json").write_text(json.dumps({**s, "best_step": best}))   # steps = 100
+    make_run(tmp_path, "rt", "adanorm", 1, status="diverged")                   # not counted
+    text = regime_sentence(grid_of(tmp_path))
+    assert "final evaluation in 2 of 3 completed runs (rt 2/3; LayerNorm 2/3)" in text
+    assert "measure early training" in text
