@@ -137,13 +137,14 @@ def machine() -> dict:
 
 def report_only(a, argv) -> int:
     """The tables of a newer report from the same run copies; the runs' provenance is kept as it was."""
+    # The tree's state before this command writes its own outputs (which dirty it by design).
+    commit, dirty = git("rev-parse", "HEAD") or None, bool(git("status", "--porcelain", "--untracked-files=no"))
     runs = find_runs([a.out / "runs"])
     written = write_report(runs, a.out, figures=not a.no_figures)
     rec = json.loads((a.out / "reproduce.json").read_text())
     rec["report"] = {
         "command": shlex.join(["python", "scripts/reproduce.py", *(sys.argv[1:] if argv is None else argv)]),
-        "git_commit": git("rev-parse", "HEAD") or None,
-        "git_dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+        "git_commit": commit, "git_dirty": dirty,
         "utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "runs": len(runs)}
     write_json(a.out / "reproduce.json", rec)
     atomic_write_bytes(a.out / "README.md", readme(rec, a.out).encode())
