@@ -91,3 +91,16 @@ def test_report_says_when_data_is_absent(tmp_path, monkeypatch):
     write_report(find_runs([tmp_path / "runs"]), tmp_path / "out", figures=False, cache_dir=tmp_path / "c")
     text = (tmp_path / "out" / "baselines.md").read_text()
     assert f"| rt | no data folder {tmp_path / 'nodata' / 'rt'} |" in text
+
+
+def test_cached_baselines_print_like_fresh_ones(tmp_path, monkeypatch):
+    # A JSON round trip must not reorder the rows (the committed tables are compared byte for byte).
+    import normlab.report.baselines as B
+    fake = {"metric": "bpc", "rows": {"unigram (x)": {"test": 5.0}, "bigram (x)": {"test": 4.0}},
+            "sizes": {"train": 1, "valid": 1, "test": 1}}
+    monkeypatch.setattr(B, "_compute", lambda *a: fake)
+    (tmp_path / "data" / "enwik8").mkdir(parents=True)
+    first = B.baselines("enwik8", {"data": {}}, tmp_path / "data", tmp_path / "c")
+    again = B.baselines("enwik8", {"data": {}, "model": {"layers": 3}}, tmp_path / "data", tmp_path / "c")
+    assert list(first["rows"]) == list(again["rows"]) == ["unigram (x)", "bigram (x)"]
+    assert len(list((tmp_path / "c").glob("*.json"))) == 1        # the model config is not part of the key

@@ -113,7 +113,8 @@ def baselines(task_name: str, task_cfg: dict, data_dir: Optional[Path], cache_di
     folder = Path(data_dir) / task_name if data_dir else None
     if folder is None or not folder.is_dir():
         return {"missing": f"no data folder {folder}" if folder else "no data folder (set NORMLAB_DATA)"}
-    path = Path(cache_dir) / f"baselines-{task_name}-{_files_key(folder, task_cfg)}.json"
+    # Keyed by the data config only: runs that differ in model or training share their baselines.
+    path = Path(cache_dir) / f"baselines-{task_name}-{_files_key(folder, task_cfg.get('data'))}.json"
     if path.exists():
         try:
             return json.loads(path.read_text())
@@ -123,7 +124,8 @@ def baselines(task_name: str, task_cfg: dict, data_dir: Optional[Path], cache_di
         res = _compute(task_name, task_cfg, folder, Path(cache_dir))
     except Exception as e:                            # unreadable data: say so in the table, do not fail the report
         return {"missing": f"data not readable ({type(e).__name__}: {e})"}
-    atomic_write_bytes(path, json.dumps(res, sort_keys=True).encode())
+    # Insertion order kept (no sort_keys): a cached result must print exactly like a fresh one.
+    atomic_write_bytes(path, json.dumps(res).encode())
     return res
 
 
