@@ -403,3 +403,19 @@ def test_norm_configs_match_registry():
 def test_every_norm_is_a_normlab_norm():
     for name in NORMS:
         assert isinstance(build_norm(name, H), Norm), name
+
+
+@pytest.mark.parametrize("name", ["layernorm_simple", "detachnorm"])
+def test_grad_probe_sigma_ratio_channels_first(name):
+    # MNIST's norms act over channels of (N, C, H, W): sigma is taken per pixel over C, like the norm.
+    torch.manual_seed(0)
+    conv = nn.Conv2d(2, H, 3).double()
+    model = nn.Sequential(conv, build_norm(name, H, channels_first=True)).double()
+    with GradProbe(model) as probe:
+        x = xin(3, 2, 6, 6, seed=1)
+        out = model(x)
+        (out * xin(*out.shape, seed=2)).sum().backward()   # an uncentred upstream gradient
+        got = probe.pop()
+    ratio = got["grad/1/ratio_s2"]
+    assert ratio == pytest.approx(1.0, abs=1e-4) if name == "detachnorm" else ratio < 0.99
+    assert got["grad/1/in_sigma"] > 0
