@@ -14,6 +14,10 @@
 4. <out>/reproduce.json and <out>/README.md record the exact command, git commit, machine, wall
    time, and what the report says.
 Exit status: 0, or 1 when a run of the grid failed or is missing (the report is written anyway).
+
+``--report-only`` re-writes the tables from the committed run copies in <out>/runs (nothing is
+trained or copied) and adds a "report" entry (command, git commit, dirty flag, time) to
+<out>/reproduce.json, whose other fields keep describing the command that produced the runs.
 """
 from __future__ import annotations
 
@@ -57,6 +61,8 @@ def parse(argv):
     p.add_argument("--out", type=Path, default=None, help="results folder (default ./results/<scale>)")
     p.add_argument("--no-train", action="store_true", help="only report on the runs already there")
     p.add_argument("--no-figures", action="store_true")
+    p.add_argument("--report-only", action="store_true",
+                   help="re-write the report from <out>/runs (the committed copies); record it in reproduce.json")
     p.add_argument("overrides", nargs="*", help="extra Hydra overrides for every job (after --)")
     a = p.parse_args(argv)
     a.tasks, a.seeds = _csv(a.tasks), [int(s) for s in _csv(a.seeds)]
@@ -131,8 +137,29 @@ def machine() -> dict:
     return info
 
 
+def report_only(a, argv) -> int:
+    """The tables of a newer report from the same run copies; the runs' provenance is kept as it was."""
+    # The tree's state before this command writes its own outputs (which dirty it by design).
+    commit, dirty = git("rev-parse", "HEAD") or None, bool(git("status", "--porcelain", "--untracked-files=no"))
+    runs = find_runs([a.out / "runs"])
+    written = write_report(runs, a.out, figures=not a.no_figures)
+    rec = json.loads((a.out / "reproduce.json").read_text())
+    rec["report"] = {
+        "command": shlex.join(["python", "scripts/reproduce.py", *(sys.argv[1:] if argv is None else argv)]),
+        "git_commit": commit, "git_dirty": dirty,
+        "utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "runs": len(runs)}
+    write_json(a.out / "reproduce.json", rec)
+    atomic_write_bytes(a.out / "README.md", readme(rec, a.out).encode())
+    print(written["main"].markdown())
+    print(f"[reproduce] report of {len(runs)} run copies -> {a.out} (git {rec['report']['git_commit']}"
+          + (", dirty" if rec["report"]["git_dirty"] else "") + ")")
+    return 0
+
+
 def main(argv=None) -> int:
     a = parse(argv)
+    if a.report_only:
+        return report_only(a, argv)
     start, started = time.time(), dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     cells = grid(a)
     todo = [c for c in cells if not is_final(run_dir(a, *c))]
@@ -218,6 +245,12 @@ def readme(rec: dict, out: Path) -> str:
         + (f"; absent (never started): {', '.join(rec['absent'])}" if rec["absent"] else ""),
         f"- Re-create the tables from the copies of the runs: `normlab-report {_rel(out)}/runs --out /tmp/report`", "",
     ]
+    if rec.get("report"):
+        r = rec["report"]
+        lines[-1:-1] = [f"- Tables last re-written from these run copies by `{r['command']}` at git commit "
+                        f"`{r['git_commit']}`" + (" (with uncommitted changes)" if r["git_dirty"] else "")
+                        + f" ({r['utc']}); the runs themselves come from the commits in reproduce.json's "
+                        "run_git_commits"]
     report = out / "report.md"
     if report.exists():
         body = report.read_text().split("\n", 1)[1]  # drop report.md's own title

@@ -340,6 +340,12 @@ def test_grad_probe_matches_hand(name):
             z.retain_grad()
             (lin2(z) * torch.arange(1.0, 4.0, dtype=torch.float64)).sum().backward()
             hand.append({"in": _hand_stats(h.grad), "out": _hand_stats(z.grad)})
+            # Theorem 1's sigma: population std of the norm's input per token, by hand.
+            hh = h.detach().reshape(-1, H)
+            sig = (((hh - hh.sum(-1, keepdim=True) / H) ** 2).sum(-1) / H).sqrt()
+            gi = h.grad.reshape(-1, H)
+            vi = ((gi - gi.sum(-1, keepdim=True) / H) ** 2).sum(-1) / H
+            hand[-1]["in"].update(var_s2=(vi * sig ** 2).mean().item(), sigma=sig.mean().item())
         got = probe.pop()
     for side in ("in", "out"):
         for stat in ("mean", "absmean", "var"):
@@ -347,6 +353,17 @@ def test_grad_probe_matches_hand(name):
             assert got[f"grad/1/{side}_{stat}"] == pytest.approx(expect, rel=1e-9, abs=1e-14)
             assert got[f"grad/all/{side}_{stat}"] == got[f"grad/1/{side}_{stat}"]
 
+    for stat in ("var_s2", "sigma"):
+        expect = (hand[0]["in"][stat] + hand[1]["in"][stat]) / 2
+        assert got[f"grad/1/in_{stat}"] == pytest.approx(expect, rel=1e-9)
+    ratio = got["grad/1/in_var_s2"] / got["grad/1/out_var"]
+    assert got["grad/1/ratio_s2"] == pytest.approx(ratio) and got["grad/all/ratio_s2"] == got["grad/1/ratio_s2"]
+    # Theorem 1 in the sigma^2-normalized ratio: DetachNorm passes Var = D_g / sigma^2 exactly (up to the
+    # eps in its sigma), LN-simple's projection removes components, so strictly below 1 here.
+    if name == "detachnorm":
+        assert ratio == pytest.approx(1.0, abs=1e-4)
+    else:
+        assert ratio < 0.99
     # the upstream gradient is not centred; LN-simple centres it per token, DetachNorm does not
     assert got["grad/1/out_absmean"] > 1e-3
     if name == "layernorm_simple":
@@ -386,3 +403,19 @@ def test_norm_configs_match_registry():
 def test_every_norm_is_a_normlab_norm():
     for name in NORMS:
         assert isinstance(build_norm(name, H), Norm), name
+
+
+@pytest.mark.parametrize("name", ["layernorm_simple", "detachnorm"])
+def test_grad_probe_sigma_ratio_channels_first(name):
+    # MNIST's norms act over channels of (N, C, H, W): sigma is taken per pixel over C, like the norm.
+    torch.manual_seed(0)
+    conv = nn.Conv2d(2, H, 3).double()
+    model = nn.Sequential(conv, build_norm(name, H, channels_first=True)).double()
+    with GradProbe(model) as probe:
+        x = xin(3, 2, 6, 6, seed=1)
+        out = model(x)
+        (out * xin(*out.shape, seed=2)).sum().backward()   # an uncentred upstream gradient
+        got = probe.pop()
+    ratio = got["grad/1/ratio_s2"]
+    assert ratio == pytest.approx(1.0, abs=1e-4) if name == "detachnorm" else ratio < 0.99
+    assert got["grad/1/in_sigma"] > 0

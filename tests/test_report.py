@@ -16,7 +16,7 @@ from normlab.report import find_runs, write_report
 from normlab.report import published as P
 from normlab.report.aggregate import Grid
 from normlab.report.cli import main as cli_main
-from normlab.report.findings import CLAIMS, evaluate, gap
+from normlab.report.findings import CLAIMS, evaluate, findings, gap, sign_tests, summary_lines
 from normlab.report.paper_tables import TABLES, norm_table
 from normlab.report.runs import export
 from normlab.report.tables import latex_escape
@@ -113,9 +113,38 @@ def test_findings_welch_test_verdicts(tmp_path):
     expect = stats.ttest_ind([80, 81, 82.5], [70, 71.5, 72], equal_var=False, alternative="greater")
     assert f.verdict == "holds" and f.p == pytest.approx(expect.pvalue, rel=1e-12)
     assert f.diff == pytest.approx(10.0) and (f.n_a, f.n_b) == (3, 3) and f.paper == "-0.55"
-    assert evaluate(g, claim["adanorm_no_worse"], "rt").verdict == "contradicted"
+    assert claim["adanorm_improves"].strict     # the paper claims an improvement, so ">" not "≥"
+    assert evaluate(g, claim["adanorm_improves"], "rt").verdict == "contradicted"
     assert evaluate(g, claim["derivatives_matter"], "rt").verdict == "not shown"
     assert evaluate(g, claim["var_derivative_matters_more"], "rt") is None      # neither norm ran
+
+
+def test_findings_corrected_verdicts_and_sign_test(tmp_path):
+    # Two tasks, each raw-significant for LN-simple over LN (p = 0.036 and 0.045 by hand below).
+    for task, lns, ln in (("rt", [80.0, 83.0, 81.0], [78.0, 79.0, 78.5]),
+                          ("sst2", [80.0, 83.0, 81.0], [78.5, 79.0, 78.5])):
+        for seed, (a, b) in enumerate(zip(lns, ln), start=1):
+            make_run(tmp_path, task, "layernorm_simple", seed, a)
+            make_run(tmp_path, task, "layernorm", seed, b)
+    fs = findings(grid_of(tmp_path))
+    tested = [f for f in fs if f.p_decide is not None]
+    assert [f.claim.key for f in tested] == ["ln_simple_no_worse"] * 2
+    rt, sst2 = sorted(tested, key=lambda f: f.p_decide)
+    p1 = stats.ttest_ind([80, 83, 81], [78, 79, 78.5], equal_var=False, alternative="greater").pvalue
+    p2 = stats.ttest_ind([80, 83, 81], [78.5, 79, 78.5], equal_var=False, alternative="greater").pvalue
+    assert rt.p_decide == pytest.approx(p1) and sst2.p_decide == pytest.approx(p2) and p1 < p2 < 0.05
+    assert rt.verdict == sst2.verdict == "holds"
+    # m = 2 by hand. Holm: 2 * p1 = 0.073 for both (monotone): neither survives.
+    assert rt.p_holm == pytest.approx(2 * p1) and sst2.p_holm == pytest.approx(2 * p1)
+    assert rt.verdict_holm == sst2.verdict_holm == "consistent"
+    # BH: min(2 * p1, p2) = p2 for both: both survive.
+    assert rt.p_bh == pytest.approx(p2) and sst2.p_bh == pytest.approx(p2)
+    assert rt.verdict_bh == sst2.verdict_bh == "holds"
+    st = sign_tests(fs)["ln_simple_no_worse"]
+    assert (st["wins"], st["n"]) == (2, 2) and st["p_greater"] == pytest.approx(0.25)
+    line = summary_lines(fs)[0]
+    assert "after Holm over all 2 tests, consistent on 2 of 2 (rt, sst2)" in line
+    assert "After BH: holds on 2 of 2" in line and "better on 2 of 2 tasks" in line
 
 
 def test_findings_divergence_decides_and_too_few_runs(tmp_path):
@@ -145,7 +174,7 @@ def test_option_sets_become_separate_rows_and_mixed_configs_are_flagged(tmp_path
     make_run(tmp_path, "rt", "layernorm", 1, 70.0, lr=1e-3)
     make_run(tmp_path, "rt", "layernorm", 2, 72.0, lr=5e-4)
     t = norm_table(grid_of(tmp_path), "table3", *TABLES["table3"])
-    assert [r[0] for r in t.rows] == ["LayerNorm", "LayerNorm-simple", "AdaNorm (C=1.0)", "AdaNorm (C=2.0)"]
+    assert [r[0] for r in t.rows] == ["w/o Norm", "LayerNorm", "LayerNorm-simple", "AdaNorm (C=1.0)", "AdaNorm (C=2.0)"]
     assert row(t, "LayerNorm")[1] == "71.00 ± 1.41 (2) †"
     assert "† the cell's runs differ in config beyond the seed." in t.full_caption
 
@@ -173,11 +202,13 @@ def test_grad_stats_table_from_probe_records(tmp_path):
                                       "grad/all/in_absmean": m_in, "grad/all/out_absmean": 2.0,
                                       "grad/all/in_var": v_in, "grad/all/out_var": 4.0}
     make_run(tmp_path, "rt", "detachnorm", 1, 70.0, curves=[probe(10, 1.0, 4.0), probe(20, 3.0, 8.0)])
-    make_run(tmp_path, "rt", "layernorm_simple", 1, 70.0, curves=[probe(10, 0.0, 2.0)])
+    # LN-simple's probe logged σ (the σ²-normalized ratio); DetachNorm's predates it.
+    make_run(tmp_path, "rt", "layernorm_simple", 1, 70.0, curves=[{**probe(10, 0.0, 2.0), "grad/all/ratio_s2": 0.75}])
     out = write_report(find_runs([tmp_path]), tmp_path / "out", figures=False)
     text = (tmp_path / "out" / "grad_stats.md").read_text()
-    assert "| DetachNorm | 1 | 1.5 |" in text            # medians of (0.5, 1.5) and (1, 2)
-    assert "| LayerNorm-simple | 0 | 0.5 |" in text
+    assert "| DetachNorm | 1 | 1.5 | not recorded |" in text            # medians of (0.5, 1.5) and (1, 2)
+    assert "| LayerNorm-simple | 0 | 0.5 | 0.75 |" in text
+    assert "predate" not in text       # one run has σ, so the caption does not say none has
     assert tmp_path / "out" / "grad_stats.csv" in out["tables"]
 
 
@@ -251,3 +282,26 @@ def test_data_table_states_a_precision_other_than_fp32(tmp_path):
     out = write_report(find_runs([tmp_path / "runs"]), tmp_path / "out")
     data = next(p for p in out["tables"] if p.stem == "data" and p.suffix == ".md")
     assert "Precision: bf16, fp32." in data.read_text()
+
+
+def test_data_note_counts_translation_pairs_used(tmp_path):
+    from normlab.report.aggregate import data_note
+    from normlab.report.runs import Run
+    old = {"source": "real", "subset": "s", "sizes": {"train": 7283, "valid": 887, "test": 1565},
+           "train_pairs_over_max_len": 984}            # a summary from before sizes counted pairs used
+    new = {**old, "sizes": {**old["sizes"], "train": 6299}, "train_pairs_read": 7283}
+    for d in (old, new):
+        note = data_note([Run(tmp_path, {}, {"data": d})])
+        assert "train 6,299 used (7,283 read, 984 over train_max_len dropped) / valid 887 / test 1,565" in note
+
+
+def test_regime_counts_runs_whose_best_checkpoint_is_the_last(tmp_path):
+    from normlab.report.regime import regime_sentence
+    for seed, best in ((1, 100), (2, 100), (3, 60)):
+        d = make_run(tmp_path, "rt", "layernorm", seed, 70.0)
+        s = json.loads((d / "summary.json").read_text())
+        (d / "summary.json").write_text(json.dumps({**s, "best_step": best}))   # steps = 100
+    make_run(tmp_path, "rt", "adanorm", 1, status="diverged")                   # not counted
+    text = regime_sentence(grid_of(tmp_path))
+    assert "final evaluation in 2 of 3 completed runs (rt 2/3; LayerNorm 2/3)" in text
+    assert "measure early training" in text

@@ -287,3 +287,16 @@ def test_mini_run_learns(task, n_test, data_dir, tmp_path):
     assert valid[-1] < valid[0] - 0.5
     # Nonzero without smoothing: every n-gram order up to 4 has matches.
     assert summary["test"]["bleu"] > 0.5 and min(map(float, summary["test"]["bleu_precisions"].split("/"))) > 0
+
+
+def test_mini_data_info_counts_the_pairs_training_uses(data_dir, tmp_path):
+    # IWSLT15 mini trains on tst2012[:1253]; train_max_len=64 drops the pairs longer than 64 BPE
+    # tokens (93 of them), so sizes.train counts the 1,160 pairs training sees, not the 1,253 read.
+    from helpers import TEST_CACHE
+    cfg = compose_cfg(["task=iwslt15_en_vi", "scale=mini"], tmp_path, data_dir)
+    task = TranslationTask(cfg.task, data_dir / "iwslt15_en_vi", TEST_CACHE)
+    task.setup()
+    info = task.data_info
+    assert info["train_pairs_read"] == 1253 and info["train_pairs_over_max_len"] == 93
+    assert info["sizes"]["train"] == 1253 - 93 == len(task.train_index)
+    assert info["sizes"]["valid"] == 300 and info["sizes"]["test"] == 1268

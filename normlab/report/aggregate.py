@@ -165,9 +165,15 @@ def data_note(runs: list[Run]) -> str:
     notes = []
     for s in sorted(infos):
         d = json.loads(s)
-        sizes = d.get("sizes") or {}
+        sizes = dict(d.get("sizes") or {})
+        dropped = d.get("train_pairs_over_max_len")
+        if isinstance(dropped, int) and dropped and isinstance(sizes.get("train"), int):
+            # Summaries written before translation counted used pairs have sizes.train = pairs read.
+            read = d.get("train_pairs_read", sizes["train"])
+            sizes["train"] = f"{read - dropped:,} used ({read:,} read, {dropped:,} over train_max_len dropped)"
         order = sorted(sizes, key=lambda k: (["train", "valid", "test"] + [k]).index(k))
-        size = " / ".join(f"{k} {sizes[k]:,}" for k in order if isinstance(sizes[k], int))
+        size = " / ".join(f"{k} {sizes[k]:,}" if isinstance(sizes[k], int) else f"{k} {sizes[k]}"
+                          for k in order if isinstance(sizes[k], (int, str)))
         notes.append(f"{d.get('source', '?')}; {d.get('subset') or 'full dataset'}" + (f" ({size})" if size else ""))
     return " | ".join(notes)
 

@@ -54,7 +54,7 @@ LOSS_PANELS = [Panel("train loss", split_loss("train"), "train cross-entropy (na
                Panel("valid loss", split_loss("valid"), "valid cross-entropy (nats)")]
 GRAD_PANELS = [Panel("|mean ∂ℓ/∂x| (re-centring)", probe_key("in_absmean"), "|mean ∂ℓ/∂x| (log scale)", log=True),
                Panel("Var ∂ℓ/∂x", probe_key("in_var"), "Var ∂ℓ/∂x (log scale)", log=True),
-               Panel("Var ∂ℓ/∂x / Var ∂ℓ/∂y (re-scaling)", probe_key("var_ratio"), "variance ratio (log scale)",
+               Panel("Var ∂ℓ/∂x / Var ∂ℓ/∂y (mostly 1/σ²)", probe_key("var_ratio"), "variance ratio (log scale)",
                      log=True)]
 
 
@@ -123,5 +123,6 @@ FIGURES = {
                    "From the gradient probe (grad/all/...: per-token statistics over the hidden dimension, "
                    "averaged over tokens and norm layers). LayerNorm-simple and Detach variance only give a "
                    "re-centred input gradient (|mean| at float-rounding level); DetachNorm and Detach mean only "
-                   "do not."),
+                   "do not. The variance ratio mostly tracks 1/σ² of the norm's input, not Theorem 1's shrinkage; "
+                   "the σ²-normalized ratio is in the grad_stats table where the probe recorded σ."),
 }

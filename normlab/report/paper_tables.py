@@ -18,7 +18,7 @@ TABLES: dict[str, tuple[str, list[str]]] = {
     "table1": ("Table 1: bias and gain", ["none", "layernorm", "layernorm_simple"]),
     "table2": ("Table 2: derivatives of the mean and variance",
                ["none", "detachnorm", "layernorm_simple", "detach_mean", "detach_var"]),
-    "table3": ("Table 3: AdaNorm", ["layernorm", "layernorm_simple", "adanorm"]),
+    "table3": ("Table 3: AdaNorm", ["none", "layernorm", "layernorm_simple", "adanorm"]),  # the paper's rows
     "beyond": ("Beyond the paper: RMSNorm and DyT beside LayerNorm", ["layernorm", "rmsnorm", "dyt"]),
 }
 # The paper's Table 2 "Improvement" rows: (after which norm's row, better, worse).

@@ -82,6 +82,13 @@ def published_text(task: str, norm: str) -> str:
     return "–" if v is None else f"{v:.{METRICS[task][2]}f}"
 
 
+def signed_text(d: float, decimals: int) -> str:
+    """"+0.40", "-0.60"; a difference that prints as zero is "0.00", never "-0.00" (a tie in the
+    paper, e.g. Enwiki8 1.07 vs 1.07, sign-flipped for BPC, is -0.0 in floating point)."""
+    text = f"{d:+.{decimals}f}"
+    return text[1:] if float(text) == 0 else text
+
+
 def improvement_text(task: str, better: str, worse: str) -> str:
     d = published_improvement(task, better, worse)
-    return "–" if d is None else f"{d:+.{METRICS[task][2]}f}"
+    return "–" if d is None else signed_text(d, METRICS[task][2])

@@ -83,7 +83,11 @@ class TranslationTask(Task):
             src, tgt = self.corpus.splits["train"]
             keep = torch.maximum(src.lengths(), tgt.lengths()) <= int(c.data.train_max_len)
             self.train_index = keep.nonzero().view(-1)
-            self.data_info = {**self.data_info, "train_pairs_over_max_len": int((~keep).sum())}
+            # sizes count the pairs training uses; what was read is kept beside it.
+            read = len(keep)
+            self.data_info = {**self.data_info, "train_pairs_over_max_len": int((~keep).sum()),
+                              "train_pairs_read": read,
+                              "sizes": {**self.data_info.get("sizes", {}), "train": int(keep.sum())}}
         else:
             self.train_index = torch.arange(len(self.corpus.splits["train"][0]))
 
