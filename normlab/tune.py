@@ -97,6 +97,11 @@ def recover(study) -> int:
     return len(stale)
 
 
+def finished(study) -> int:
+    """Trials that count toward --trials: finished ones, not those a killed search left behind."""
+    return sum(1 for t in study.get_trials(deepcopy=False) if t.state.is_finished() and not t.user_attrs.get("stale"))
+
+
 def write_table(study, path: Path) -> None:
     rows = ["| trial | state | " + " | ".join(study.user_attrs.get("params", [])) + " | objective | run |",
             "|---" * (len(study.user_attrs.get("params", [])) + 4) + "|"]
@@ -120,6 +125,8 @@ def main(argv=None) -> int:
     ap.add_argument("overrides", nargs="*", help="normlab-train overrides shared by every trial (after --)")
     a = ap.parse_args(argv)
     import optuna
+
+    from .runner import objective
     from .tasks import get_task_class
 
     spec = load_search(a.search)
@@ -150,9 +157,7 @@ def main(argv=None) -> int:
         study.set_user_attr("direction", f"{cfg.task.name} {'higher' if higher else 'lower'} is better")
         if (n := recover(study)):
             print(f"[normlab-tune] resuming: {n} trial(s) of a killed search queued again")
-        counted = lambda: sum(1 for t in study.get_trials(deepcopy=False)  # noqa: E731
-                              if t.state.is_finished() and not t.user_attrs.get("stale"))
-        while counted() < n_trials:
+        while finished(study) < n_trials:
             trial = study.ask()
             used = {k: suggest(trial, k, p) for k, p in ranges.items()}
             job = overrides + [f"{k}={v}" for k, v in used.items()]
@@ -163,7 +168,6 @@ def main(argv=None) -> int:
             subprocess.run([sys.executable, "-m", "normlab.train", *job], check=False)
             summary_path = run_dir / "summary.json"
             summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
-            from .runner import objective
             value = objective(summary)
             trial.set_user_attr("status", summary.get("status", "missing"))
             if math.isnan(value):
