@@ -35,8 +35,9 @@ REPO = Path(__file__).resolve().parents[1]
 USER_DIR = REPO / "normlab" / "integrations" / "fairseq" / "normlab_norms"
 TASK = "iwslt14_de_en"
 # recipe -> (normlab overrides, updates). max_positions 1024 (fairseq's default): dev2010 has a
-# 268-piece sentence, which normlab cuts at the presets' 256 and fairseq refuses. weight_decay 0: normlab's Adam adds L2 to matrices only,
-# fairseq's Adam decays every parameter decoupled (AdamW-style); with 0 the two optimizers agree.
+# 268-piece sentence, which normlab cuts at the presets' 256 and fairseq refuses. weight_decay 0:
+# normlab's Adam adds L2 to matrices only, fairseq's decays every parameter decoupled (AdamW-style);
+# with 0 the two optimizers agree.
 RECIPES = {
     # the mini preset (2+2 layers, d 64, 1,000 BPE merges, 1,024 tokens/update, lr 3e-3, warm-up 100)
     "mini": (["scale=mini", "task.train.weight_decay=0.0", "task.model.max_positions=1024"], 200),
@@ -196,12 +197,13 @@ def compare(recipe: str, seeds: list[int], work: Path, normlab_python: str, fair
     flags = fairseq_flags(cfg, updates)
     rows = []
     for seed in seeds:
-        nl = run_normlab(normlab_python, [*overrides, *ablate], seed, updates, work / "runs" / f"normlab_seed{seed}", env)
+        nl = run_normlab(normlab_python, [*overrides, *ablate], seed, updates,
+                         work / "runs" / f"normlab_seed{seed}", env)
         fs = run_fairseq(fairseq_python, work / "data-bin", flags, seed, env, work / f"fairseq_seed{seed}.log")
         rows.append({"seed": seed, "normlab": nl, "fairseq": fs})
         print(f"  seed {seed}: normlab {nl['loss']:.4f}  fairseq {fs['loss']:.4f} nats", flush=True)
-    return {"recipe": recipe, "norm": norm, "ablate": list(ablate), "updates": updates, "data": data, "rows": rows,
-            "fairseq_lr_first": rows[0]["fairseq"]["lr"][:3], "fairseq_flags": flags}
+    return {"recipe": recipe, "norm": norm, "ablate": list(ablate), "data_dir": str(data_dir), "updates": updates,
+            "data": data, "rows": rows, "fairseq_lr_first": rows[0]["fairseq"]["lr"][:3], "fairseq_flags": flags}
 
 
 def summarize(res: dict) -> dict:
@@ -219,7 +221,8 @@ def report(res: dict) -> str:
     lines = [f"{TASK} recipe={res['recipe']} norm={res['norm']}: valid label-smoothed loss (nats) after "
              f"{res['updates']} updates, seeds {[r['seed'] for r in res['rows']]}"
              + (f"; normlab also with {' '.join(res['ablate'])}" if res["ablate"] else ""),
-             f"data: vocab {d['vocab']}, train pairs {d['train_pairs']}, valid pairs {d['valid_pairs']} (same ids both ways)",
+             f"data: vocab {d['vocab']}, train pairs {d['train_pairs']}, valid pairs {d['valid_pairs']} "
+             "(same ids both ways)",
              "", "| seed | normlab | fairseq | difference | relative |", "|---|---|---|---|---|"]
     for r in res["rows"]:
         a, b = r["normlab"]["loss"], r["fairseq"]["loss"]
@@ -228,7 +231,8 @@ def report(res: dict) -> str:
               f"seed spread (max - min): normlab {s['spread_normlab']:.4f}, fairseq {s['spread_fairseq']:.4f}",
               f"target tokens / sentences per update: normlab {d['wpb']:.0f} / {d['bsz']:.1f}, "
               f"fairseq {fw:.0f} / {fb:.1f}",
-              f"fairseq lr logged after updates 1-3: {res['fairseq_lr_first']} (fairseq: update k runs at the value logged after k-1, update 1 at --warmup-init-lr; normlab: update k at min(k/warmup, sqrt(warmup/k)) * lr)"]
+              f"fairseq lr logged after updates 1-3: {res['fairseq_lr_first']} (update k runs at the value "
+              "logged after k-1, update 1 at --warmup-init-lr; normlab's update k at min(k/W, sqrt(W/k)) * lr)"]
     return "\n".join(lines)
 
 
@@ -239,7 +243,8 @@ def main(argv=None) -> int:
     p.add_argument("--updates", type=int, default=0, help="0 = the recipe's")
     p.add_argument("--norm", default="layernorm")
     p.add_argument("--work", type=Path, default=REPO / "runs" / "compare_fairseq")
-    p.add_argument("--data-dir", type=Path, default=Path(os.environ.get("NORMLAB_DATA", REPO.parent / "shared" / "data")))
+    p.add_argument("--data-dir", type=Path,
+                   default=Path(os.environ.get("NORMLAB_DATA", REPO.parent / "shared" / "data")))
     p.add_argument("--normlab-python", default=sys.executable)
     p.add_argument("--fairseq-python", default=str(REPO / ".venv-fairseq" / "bin" / "python"))
     p.add_argument("--normlab-override", action="append", default=[], metavar="KEY=VALUE",
