@@ -79,4 +79,4 @@ RECIPE ?= mini
 CMP_SEEDS ?= 1,2
 compare-fairseq: $(PY) $(FAIRSEQ_PY)  ## normlab-train vs fairseq-train valid loss: make compare-fairseq [RECIPE=mini|tiny] [CMP_SEEDS=1,2]
 	OMP_NUM_THREADS=1 $(PY) scripts/compare_fairseq.py --recipe $(RECIPE) --seeds $(CMP_SEEDS) \
-		--fairseq-python $(FAIRSEQ_PY) --work runs/compare_fairseq/$(RECIPE)
+		--fairseq-python $(FAIRSEQ_PY) --work runs/compare_fairseq/$(RECIPE) --json runs/compare_fairseq/$(RECIPE).json

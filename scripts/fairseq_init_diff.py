@@ -4,7 +4,7 @@ scripts/compare_fairseq.py trains: parameter counts, the init scale of each kind
 which sinusoidal row a token's position gets. Runs in .venv-fairseq (which has normlab too), after
 compare_fairseq.py wrote its data-bin and JSON:
 
-    .venv-fairseq/bin/python scripts/fairseq_init_diff.py runs/compare_fairseq/mini compare.json
+    .venv-fairseq/bin/python scripts/fairseq_init_diff.py runs/compare_fairseq/mini runs/compare_fairseq/mini.json
 """
 from __future__ import annotations
 
