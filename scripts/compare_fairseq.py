@@ -251,6 +251,10 @@ def main(argv=None) -> int:
                    help="an extra override for normlab's runs only (an ablation; repeatable)")
     p.add_argument("--json", type=Path, help="also write the result here")
     a = p.parse_args(argv)
+    # absolute, not resolved: fairseq runs in its work folder, and a venv's python is a symlink
+    # whose target would lose the venv
+    a.normlab_python, a.fairseq_python = (os.path.abspath(x) if os.sep in x else x
+                                          for x in (a.normlab_python, a.fairseq_python))
     res = compare(a.recipe, [int(s) for s in a.seeds.split(",")], a.work.resolve(), a.normlab_python,
                   a.fairseq_python, a.data_dir.resolve(), a.norm, a.updates, tuple(a.normlab_override))
     res["summary"] = summarize(res)

@@ -62,6 +62,8 @@ def main(argv=None) -> int:
     table = nm.src_embed.positions
     match = [next((j for j in range(8) if torch.allclose(rows[i], table[j], atol=1e-5)), None) for i in range(3)]
     print(f"sinusoidal row used for source positions 0, 1, 2: fairseq {match}, normlab [0, 1, 2]")
+    print(f"token embedding scale: fairseq {fm.encoder.embed_scale:.4f}, normlab {nm.src_embed.scale:.4f}; "
+          f"embedding norm: fairseq {fm.encoder.layernorm_embedding}, normlab none")
     return 0
 
 
