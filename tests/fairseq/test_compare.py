@@ -40,3 +40,26 @@ def test_fairseq_valid_loss_is_close_to_normlabs_own_trainer(iwslt14, tmp_path):
     for r in res["rows"]:  # both learned: well below the uniform prediction's loss, log V
         assert r["normlab"]["loss"] < math.log(d["vocab"]) - 0.4 and r["fairseq"]["loss"] < math.log(d["vocab"]) - 0.4
     assert abs(s["diff"]) <= TOL, run.stdout
+
+
+def test_normlabs_translation_loss_is_fairseqs_label_smoothed_loss():
+    """The loss both trainers report: normlab's sums equal fairseq's own label_smoothed_nll_loss."""
+    import torch
+    import torch.nn.functional as F
+    from fairseq.criterions.label_smoothed_cross_entropy import label_smoothed_nll_loss
+    from omegaconf import OmegaConf
+
+    from normlab.tasks.translation import TranslationTask
+    torch.manual_seed(0)
+    V, pad = 37, 1
+    logits = torch.randn(3, 5, V)
+    tgt = torch.randint(4, V, (3, 5))
+    tgt[1, 3:], tgt[2, 1:] = pad, pad
+    task = TranslationTask.__new__(TranslationTask)
+    task.pad, task.cfg = pad, OmegaConf.create({"criterion": {"label_smoothing": 0.1}})
+    total, nll, n = task._loss_sums(lambda src, prev: logits, (None, None, tgt))
+    f_loss, f_nll = label_smoothed_nll_loss(F.log_softmax(logits, -1).view(-1, V), tgt.view(-1), 0.1,
+                                            ignore_index=pad, reduce=True)
+    assert int(n) == int(tgt.ne(pad).sum()) == 5 + 3 + 1
+    torch.testing.assert_close(total, f_loss)
+    torch.testing.assert_close(nll, f_nll)
