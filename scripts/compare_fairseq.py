@@ -58,9 +58,9 @@ def compose(overrides: list[str], data_dir: Path, cache_dir: Path):
                                                  f"paths.cache_dir={cache_dir}", "progress=false", *overrides])
 
 
-def export(cfg, out: Path, updates: int, seeds: list[int]) -> dict:
+def export(cfg, out: Path) -> dict:
     """Write normlab's train (after its length filter) and valid splits as piece text plus its
-    vocabulary as a fairseq dictionary; return sizes and normlab's batch statistics."""
+    vocabulary as a fairseq dictionary; return the sizes."""
     from normlab.tasks import get_task_class
     task = get_task_class(TASK)(cfg.task, Path(cfg.paths.data_dir) / TASK, Path(cfg.paths.cache_dir))
     task.setup()
@@ -85,8 +85,16 @@ def export(cfg, out: Path, updates: int, seeds: list[int]) -> dict:
     # fairseq's Dictionary puts <s> <pad> </s> <unk> first and reads the rest in file order
     (out / "dict.txt").write_text("".join(f"{w} {max(n, 1)}\n" for w, n in zip(itos[4:], counts[4:])),
                                   encoding="utf-8")
-    # normlab's first N updates (update_freq 1): target tokens and sentences per update
-    tgt, per_seed = c.splits["train"][1], []
+    return {"vocab": len(itos), "train_pairs": len(index["train"]), "valid_pairs": len(index["valid"])}
+
+
+def batch_stats(cfg, updates: int, seeds: list[int]) -> dict:
+    """normlab's first N updates (update_freq 1): mean target tokens and sentences per update, for
+    the config normlab's runs use (an ablation may change max_tokens); the corpus comes from cache."""
+    from normlab.tasks import get_task_class
+    task = get_task_class(TASK)(cfg.task, Path(cfg.paths.data_dir) / TASK, Path(cfg.paths.cache_dir))
+    task.setup()
+    tgt, per_seed = task.corpus.splits["train"][1], []
     for seed in seeds:
         toks, sents, epoch = [], [], 0
         while len(toks) < updates:
@@ -95,8 +103,7 @@ def export(cfg, out: Path, updates: int, seeds: list[int]) -> dict:
                 sents.append(len(b))
             epoch += 1
         per_seed.append((statistics.mean(toks[:updates]), statistics.mean(sents[:updates])))
-    return {"vocab": len(itos), "train_pairs": len(index["train"]), "valid_pairs": len(index["valid"]),
-            "batches_per_epoch": len(task.train_batches(0, seeds[0])),
+    return {"batches_per_epoch": len(task.train_batches(0, seeds[0])),
             "wpb": statistics.mean(p[0] for p in per_seed), "bsz": statistics.mean(p[1] for p in per_seed)}
 
 
@@ -189,7 +196,8 @@ def compare(recipe: str, seeds: list[int], work: Path, normlab_python: str, fair
     env = {**os.environ, "NORMLAB_DATA": str(data_dir), "NORMLAB_CACHE": str(cache), "OMP_NUM_THREADS": "1",
            "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
     cfg = compose(overrides, data_dir, cache)
-    data = export(cfg, work / "text", updates, seeds)
+    data = export(cfg, work / "text")
+    data.update(batch_stats(compose([*overrides, *ablate], data_dir, cache) if ablate else cfg, updates, seeds))
     data["fairseq_vocab"] = preprocess(fairseq_python, work / "text", work / "data-bin", cfg.task.data.src,
                                        cfg.task.data.tgt, env)
     if data["fairseq_vocab"] != data["vocab"]:
