@@ -13,7 +13,7 @@ NORM ?= layernorm
 SEED ?= 1
 export NORMLAB_DATA ?= $(abspath ../shared/data)
 
-.PHONY: help install demo test test-slow train sweep reproduce-table bench clean fairseq-env test-fairseq
+.PHONY: help install demo test test-slow train sweep reproduce-table bench clean fairseq-env test-fairseq compare-fairseq
 
 help:  ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -73,3 +73,10 @@ fairseq-env:  ## .venv-fairseq: fairseq-fixed 0.12.3.1 + normlab for the fairseq
 
 test-fairseq: $(FAIRSEQ_PY)  ## the fairseq plugin's tests (tests/fairseq/), in .venv-fairseq
 	$(FAIRSEQ_PY) -m pytest -q -o addopts="" tests/fairseq
+
+# normlab's trainer in .venv, fairseq-train in .venv-fairseq, on the same exported data and recipe
+RECIPE ?= mini
+CMP_SEEDS ?= 1,2
+compare-fairseq: $(PY) $(FAIRSEQ_PY)  ## normlab-train vs fairseq-train valid loss: make compare-fairseq [RECIPE=mini|tiny] [CMP_SEEDS=1,2]
+	OMP_NUM_THREADS=1 $(PY) scripts/compare_fairseq.py --recipe $(RECIPE) --seeds $(CMP_SEEDS) \
+		--fairseq-python $(FAIRSEQ_PY) --work runs/compare_fairseq/$(RECIPE) --json runs/compare_fairseq/$(RECIPE).json
