@@ -176,6 +176,10 @@ def load_job(cfg: DictConfig, overrides: Optional[list[str]] = None) -> Job:
         accel.check(config.get("precision", "fp32"), config.get("compile", False), config.get("deterministic", True))
     except ValueError as e:
         raise ConfigError(f"{e} (normlab/configs/train.yaml or the command line)") from None
+    for backend in ("wandb", "tensorboard"):   # switched on by booleans (normlab/configs/logger/*.yaml)
+        value = (config.get("logger") or {}).get(backend, False)
+        if not isinstance(value, bool):
+            raise ConfigError(f"logger.{backend}={value!r}: must be true or false (normlab/configs/logger/*.yaml)")
     if not isinstance(config.get("seed"), int) or config["seed"] < 0:
         raise ConfigError(f"seed={config.get('seed')!r}: must be an integer >= 0")
     job_cfg = OmegaConf.create(config)
