@@ -305,3 +305,24 @@ def test_regime_counts_runs_whose_best_checkpoint_is_the_last(tmp_path):
     text = regime_sentence(grid_of(tmp_path))
     assert "final evaluation in 2 of 3 completed runs (rt 2/3; LayerNorm 2/3)" in text
     assert "measure early training" in text
+
+
+def test_paper_layout_figures_need_both_norms_and_plot_bits_per_byte(tmp_path, monkeypatch):
+    from normlab.report import paper_figures as pf
+    train = [{"step": s, "split": "train", "loss": 2.0 * math.log(2)} for s in (10, 20)]
+    valid = [{"step": 20, "split": "valid", "loss": 1.0, "bpc": 1.5}]
+    make_run(tmp_path / "runs", "enwik8", "layernorm", 1, 1.5, metric="bpc", hib=False, curves=train + valid)
+    grid = grid_of(tmp_path / "runs")
+    assert pf.paper_figure(grid, "paper_overfitting_enwik8", tmp_path / "f") is None   # LN-simple missing
+    make_run(tmp_path / "runs", "enwik8", "layernorm_simple", 1, 1.4, metric="bpc", hib=False, curves=train + valid)
+    plotted = []
+    real_series = pf._series
+    monkeypatch.setattr(pf, "_series", lambda runs, get: plotted.append(real_series(runs, get)) or plotted[-1])
+    caption = pf.paper_figure(grid_of(tmp_path / "runs"), "paper_overfitting_enwik8", tmp_path / "f")
+    assert caption.startswith("Enwiki8: LayerNorm vs LayerNorm-simple (the paper's layout)")
+    assert (tmp_path / "f" / "paper_overfitting_enwik8.png").read_bytes()[:4] == b"\x89PNG"
+    # train loss in nats -> bits (2 ln 2 nats = 2 bits); valid from the records' bpc
+    assert plotted[0][1] == pytest.approx([2.0, 2.0]) and plotted[2][1] == [1.5]
+    out = write_report(find_runs([tmp_path / "runs"]), tmp_path / "out")
+    assert "paper's layout" in out["index"].read_text()
+    assert not (tmp_path / "out" / "figures" / "paper_adanorm_ptb.png").exists()   # no PTB runs

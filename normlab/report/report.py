@@ -18,6 +18,7 @@ from .findings import METHOD, findings, findings_table, summary_lines
 from .gradstats import grad_table, has_probe
 from .regime import regime_sentence
 from .paper_tables import TABLES, data_table, paper_tables, runs_table, summary_table
+from .paper_figures import PAPER_FIGURES, paper_figure
 from .runs import Run
 from .settings import settings_table
 
@@ -52,6 +53,11 @@ def write_report(runs: list[Run], out: Path, figures: bool = True, data_dir: Pat
             if caption:
                 written["captions"][key] = caption
                 written["figures"] += [out / "figures" / f"{key}.png", out / "figures" / f"{key}.pdf"]
+        for key in PAPER_FIGURES:
+            caption = paper_figure(grid, key, out / "figures")
+            if caption:
+                written["captions"][key] = caption
+                written["figures"] += [out / "figures" / f"{key}.png", out / "figures" / f"{key}.pdf"]
     _remove_stale(out, written)
     index = render_index(tables, extra, fs, written["captions"], [n for n in base.notes if not n.startswith("Scale:")], regime)
     atomic_write_bytes(out / "report.md", index.encode())
@@ -68,7 +74,7 @@ def _remove_stale(out: Path, written: dict) -> None:
     did not write (e.g. a figure whose norms are gone), so no output describes other runs."""
     keep = {Path(p).resolve() for p in written["tables"] + written["figures"]}
     own = [out / f"{k}.{e}" for k in OWN_TABLES for e in ("md", "csv", "tex")]
-    own += [out / "figures" / f"{k}.{e}" for k in FIGURES for e in ("png", "pdf")]
+    own += [out / "figures" / f"{k}.{e}" for k in (*FIGURES, *PAPER_FIGURES) for e in ("png", "pdf")]
     for p in own:
         if p.exists() and p.resolve() not in keep:
             p.unlink()
