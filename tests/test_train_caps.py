@@ -25,9 +25,10 @@ def sst2_train_rows(data_dir) -> int:
 
 def test_sst2_train_limit_is_a_seeded_subset_named_in_data_info(data_dir, tmp_path):
     available = sst2_train_rows(data_dir) - 872          # the validation hold-out leaves the rest
-    full = setup_task("sst2", [], tmp_path, data_dir)
+    base = ["task.data.reader.valid_size=872"]            # the task file's hold-out (mini's is 2,000)
+    full = setup_task("sst2", [*base, "task.data.train_limit=0"], tmp_path, data_dir)
     assert full.data_info["sizes"]["train"] == available and "SUBSET" not in full.data_info["subset"]
-    task = setup_task("sst2", ["task.data.train_limit=3000"], tmp_path, data_dir)
+    task = setup_task("sst2", [*base, "task.data.train_limit=3000"], tmp_path, data_dir)
     info = task.data_info
     assert info["sizes"]["train"] == 3000 and info["train_available"] == available
     assert info["sizes"]["valid"] == 872 and info["sizes"]["test"] == full.data_info["sizes"]["test"]
@@ -39,10 +40,22 @@ def test_sst2_train_limit_is_a_seeded_subset_named_in_data_info(data_dir, tmp_pa
     # the vocabulary comes from the subset only: smaller than the full split's
     assert len(task.vocab) < len(full.vocab)
     # another seed draws another subset; the same seed the same one
-    again = setup_task("sst2", ["task.data.train_limit=3000"], tmp_path, data_dir)
-    other = setup_task("sst2", ["task.data.train_limit=3000", "task.data.train_limit_seed=1"], tmp_path, data_dir)
+    again = setup_task("sst2", [*base, "task.data.train_limit=3000"], tmp_path, data_dir)
+    other = setup_task("sst2", [*base, "task.data.train_limit=3000", "task.data.train_limit_seed=1"],
+                       tmp_path, data_dir)
     assert torch.equal(again.splits["train"][0].flat, task.splits["train"][0].flat)
     assert not torch.equal(other.splits["train"][0].flat, task.splits["train"][0].flat)
+
+
+def test_mini_presets_label_their_subsets(data_dir, tmp_path):
+    # what the mini grid trains on (issue 13), stated in the data_info every table prints
+    sst2 = setup_task("sst2", [], tmp_path, data_dir).data_info
+    assert sst2["sizes"]["train"] == 4000 and sst2["sizes"]["valid"] == 2000 and "SUBSET" in sst2["subset"]
+    assert sst2["train_available"] == sst2_train_rows(data_dir) - 2000
+    enwik8 = setup_task("enwik8", [], tmp_path, data_dir).data_info
+    assert enwik8["sizes"]["train"] == 40000 and "SUBSET" in enwik8["subset"]
+    iwslt14 = setup_task("iwslt14_de_en", [], tmp_path, data_dir).data_info
+    assert iwslt14["train_pairs_read"] == 1200 and "first lines only: train 1,200" in iwslt14["subset"]
 
 
 @pytest.mark.parametrize("value, match", [(-5, ">= 0"), (10**7, "more than the .* sst2 train examples"),
