@@ -44,10 +44,11 @@ def test_level_words():
     assert level(60.0, {"majority class": {"test": 50.0}}, hib=True, tol=1.0) == "better than the majority class level"
 
 
-def _cfg(task, tmp_path):
+def _cfg(task, tmp_path, *overrides):
     from helpers import compose_cfg
     from omegaconf import OmegaConf
-    return OmegaConf.to_container(compose_cfg([f"task={task}", "scale=mini"], tmp_path).task, resolve=True)
+    return OmegaConf.to_container(compose_cfg([f"task={task}", "scale=mini", *overrides], tmp_path).task,
+                                  resolve=True)
 
 
 def test_enwik8_baselines_against_the_file(data_dir, tmp_path):
@@ -59,7 +60,8 @@ def test_enwik8_baselines_against_the_file(data_dir, tmp_path):
 
     def bpc(ys):
         return -sum(math.log2((counts[y] + 1) / (a + 256)) for y in ys) / len(ys)
-    res = baselines("enwik8", _cfg("enwik8", tmp_path), data_dir, tmp_path / "cache")
+    full = _cfg("enwik8", tmp_path, "task.data.train_bytes=0")    # all train bytes, as results/mini ran
+    res = baselines("enwik8", full, data_dir, tmp_path / "cache")
     uni = res["rows"]["unigram (add-one, fitted on train)"]
     assert res["sizes"] == {"train": a, "valid": b - a, "test": n - b} == {"train": 963_945, "valid": 53_553,
                                                                          "test": 53_553}
@@ -68,8 +70,16 @@ def test_enwik8_baselines_against_the_file(data_dir, tmp_path):
     big = res["rows"]["bigram (add-one, fitted on train)"]
     assert big["test"] < uni["test"]
     # cached: a second call reads the JSON (same numbers) without touching the pipeline
-    assert baselines("enwik8", _cfg("enwik8", tmp_path), data_dir, tmp_path / "cache") == res
+    assert baselines("enwik8", full, data_dir, tmp_path / "cache") == res
     assert len(list((tmp_path / "cache").glob("baselines-enwik8-*.json"))) == 1
+    # with a train-bytes cap (the mini preset's) the baselines are fitted on the bytes the models see
+    capped = _cfg("enwik8", tmp_path)
+    cap = capped["data"]["train_bytes"]
+    counts = Counter(raw[:cap])
+    res = baselines("enwik8", capped, data_dir, tmp_path / "cache")
+    assert 0 < cap < a and res["sizes"]["train"] == cap
+    assert res["rows"]["unigram (add-one, fitted on train)"]["test"] == pytest.approx(
+        -sum(math.log2((counts[y] + 1) / (cap + 256)) for y in test) / len(test), abs=1e-9)
 
 
 def test_sst2_majority_against_the_file(data_dir, tmp_path):

@@ -21,6 +21,7 @@ from pathlib import Path
 from ..errors import DataError
 from .bpe import learn_cached
 from .cache import cached
+from .subset import check_cap
 from .text import PAD, UNK, Ragged, Vocab
 
 BOS, EOS = "<s>", "</s>"
@@ -181,7 +182,8 @@ def _segment(root: Path, d, chosen: dict, text: dict, limit: dict, files: list, 
 def _build(root: Path, d, chosen: dict, note, files: list, name: str, cache_dir: Path, how: str) -> dict:
     text = {s: read_split(root, d, chosen[s], how) for s in ("train", "valid", "test")}
     limit = {k: int(v) for k, v in dict(d.get("limit") or {}).items() if v}
-    for s, n in limit.items():
+    for s, n in limit.items():  # a cap above the split's size is a mistake, not "all"
+        check_cap(n, f"task.data.limit.{s}", len(text[s][0]), f"{s} pairs of {chosen[s]!r}")
         text[s] = (text[s][0][:n], text[s][1][:n])
     pieces, svocab, tvocab, desc = _segment(root, d, chosen, text, limit, files, name, cache_dir, how)
     sv, tv = Vocab(svocab), Vocab(tvocab)

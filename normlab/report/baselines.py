@@ -87,7 +87,9 @@ def _compute(task_name: str, task_cfg: dict, folder: Path, cache_dir: Path) -> d
     task = get_task_class(task_name)(OmegaConf.create(task_cfg), folder, cache_dir)
     task.setup()
     if task_name == "enwik8":
-        bounds = {"train": task.corpus.bounds["train"], **{s: task.eval_bounds[s] for s in ("valid", "test")}}
+        # fitted on the bytes the models train on (the first task.data.train_bytes when capped)
+        train = (task.corpus.bounds["train"][0], task.train_end)
+        bounds = {"train": train, **{s: task.eval_bounds[s] for s in ("valid", "test")}}
         res = bits_per_byte(task.corpus.data, bounds)
         return {"metric": "bpc", "rows": {"unigram (add-one, fitted on train)": res["unigram"],
                                           "bigram (add-one, fitted on train)": res["bigram"]},

@@ -8,6 +8,7 @@ from torch import nn
 from ..data import classification as readers
 from ..data.batching import LazyBatches, bucket_batches, epoch_generator, pad
 from ..data.cache import cached
+from ..data.subset import check_cap, seeded_subset
 from ..data.text import Ragged, Vocab, tokenize
 from ..models.classifier import TransformerClassifier
 from ..models.transformer import NormFactory, TransformerConfig
@@ -31,15 +32,29 @@ class ClassificationTask(Task):
             raise DataError(f"data folder {self.data_dir} for task {self.name} does not exist; set "
                             f"NORMLAB_DATA (or paths.data_dir) to the folder that holds '{self.name}/'. "
                             f"{readers.how(self.name, self.data_dir)}")
+        # data.train_limit > 0 trains on a seeded random subset of that many train examples
+        # (train_limit_seed picks it; the same for every norm and run seed); the vocabulary is
+        # built from that subset, the only text the model sees.
+        limit, limit_seed = d.get("train_limit") or 0, int(d.get("train_limit_seed") or 0)
         options = {"task": self.name, "reader": dict(d.get("reader") or {}), "min_freq": d.min_freq,
                    "max_vocab": d.max_vocab}
+        if limit:  # only then, so the caches of full-data runs keep their keys
+            options.update(train_limit=limit, train_limit_seed=limit_seed)
 
         def build():
             splits, note = self.read()
+            all_texts, all_labels = splits["train"]
+            available = len(all_texts)
+            cap = check_cap(limit, "task.data.train_limit", available, f"{self.name} train examples")
+            if cap:
+                keep = seeded_subset(available, cap, limit_seed).tolist()
+                splits["train"] = ([all_texts[i] for i in keep], [all_labels[i] for i in keep])
+                note += (f"; SUBSET: training on a seeded random {cap:,} of the {available:,} train examples "
+                         f"(task.data.train_limit={cap}, train_limit_seed={limit_seed})")
             docs = {s: [tokenize(t) for t in texts] for s, (texts, _) in splits.items()}
             vocab = Vocab.build(docs["train"], d.min_freq, d.max_vocab)  # train only
             # One string, not a list: weights_only unpickling of 20k strings costs ~30 ms per start.
-            out = {"vocab": "\n".join(vocab.itos), "note": note}
+            out = {"vocab": "\n".join(vocab.itos), "note": note, "train_available": available}
             for s, (_, labels) in splits.items():
                 out[s] = {**Ragged.from_lists([vocab.encode(x) for x in docs[s]]).state(),
                           "labels": torch.tensor(labels, dtype=torch.int64)}
@@ -51,6 +66,8 @@ class ClassificationTask(Task):
         self.classes = int(self.splits["train"][1].max()) + 1
         self.data_info = {"source": "generated" if not self.files else "real", "subset": data["note"],
                           "sizes": {s: len(v[1]) for s, v in self.splits.items()}, "vocab": len(self.vocab)}
+        if limit:  # what the cap chose from
+            self.data_info["train_available"] = int(data["train_available"])
 
     def build_model(self, norm: NormFactory) -> nn.Module:
         m = dict(self.cfg.model)

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from ..errors import ConfigError
 from ..data import enwik8
 from ..data.batching import LazyBatches, epoch_generator
+from ..data.subset import check_cap
 from ..models.lm import TransformerLM
 from ..models.transformer import NormFactory, TransformerConfig
 from ..progress import bar
@@ -51,11 +52,26 @@ class Enwik8Task(Task):
         if any(self.eval_bounds[s] != self.corpus.bounds[s] for s in ("valid", "test")):
             notes.append(f"valid/test BPC over the first {cap:,} bytes of each split only "
                          "(task.data.eval_bytes)")
+        # data.train_bytes > 0 trains on the first train_bytes of the train split only, so that a
+        # mini budget passes over the same bytes several times (and can overfit them); the
+        # valid/test splits are unchanged. At least two training windows are needed.
+        start, end = self.corpus.bounds["train"]
+        available = end - start
+        train_cap = check_cap(d.get("train_bytes"), "task.data.train_bytes", available, "enwik8 train bytes",
+                              minimum=2 * int(d.seq_len) + 1)
+        self.train_end = start + train_cap if train_cap else end
+        sizes = self.corpus.sizes()
+        if train_cap:
+            sizes["train"] = train_cap
+            notes.append(f"SUBSET: training on the first {sizes['train']:,} of the split's {available:,} train "
+                         f"bytes (task.data.train_bytes)")
         self.data_info = {"source": "real", "subset": "; ".join(notes) or None,
-                          "file": str(self.corpus.source), "sizes": self.corpus.sizes(), "vocab": VOCAB,
+                          "file": str(self.corpus.source), "sizes": sizes, "vocab": VOCAB,
                           "unit": "bytes",
                           "eval_bytes": {s: self.eval_bounds[s][1] - self.eval_bounds[s][0]
                                          for s in ("valid", "test")}}
+        if train_cap:  # what the cap chose from
+            self.data_info["train_available"] = available
 
     def build_model(self, norm: NormFactory) -> torch.nn.Module:
         m = dict(self.cfg.model)
@@ -73,7 +89,7 @@ class Enwik8Task(Task):
         g = epoch_generator(seed, epoch)
         L = int(d.seq_len)
         offset = int(torch.randint(L, (1,), generator=g))
-        starts = enwik8.train_starts(self.corpus.bounds["train"][1], L, offset)
+        starts = enwik8.train_starts(self.train_end, L, offset)
         starts = starts[torch.randperm(len(starts), generator=g)]
         return LazyBatches(list(starts.split(int(d.batch_size))), lambda b: self._window(b, L))
 

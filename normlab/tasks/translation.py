@@ -14,6 +14,7 @@ hypotheses to the run directory and reports
 from __future__ import annotations
 
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -24,6 +25,7 @@ import torch.nn.functional as F
 from ..errors import ConfigError
 from ..data.batching import LazyBatches, bucket_batches, epoch_generator, pad
 from ..data.bpe import remove_bpe
+from ..data.subset import check_cap
 from ..data.translation import EOS, load_corpus
 from ..models.seq2seq import TransformerSeq2Seq
 from ..models.transformer import NormFactory, TransformerConfig
@@ -67,6 +69,12 @@ class TranslationTask(Task):
         if c.train.get("select") == "metric" and not c.eval.valid_bleu:
             raise ConfigError("task.train.select=metric selects on validation BLEU; set task.eval.valid_bleu=true "
                               "or task.train.select=loss (fairseq's checkpoint_best uses the loss)")
+        # data.limit.{train,valid,test} > 0 keeps the first N pairs of a split (mini: a train-pair cap
+        # so the model passes over the same pairs often enough to overfit them); labeled in data_info.
+        for split, n in dict(c.data.get("limit") or {}).items():
+            if split not in ("train", "valid", "test"):
+                raise ConfigError(f"task.data.limit.{split}: unknown split; use train, valid or test")
+            check_cap(n, f"task.data.limit.{split}", sys.maxsize, f"{split} pairs")
         self.corpus = load_corpus(self.data_dir, c.data, self.name, self.cache_dir, self.how)
         sv, tv = self.corpus.src_vocab, self.corpus.tgt_vocab
         if (sv.pad, sv.stoi[EOS]) != (tv.pad, tv.stoi[EOS]):
