@@ -229,7 +229,9 @@ def _summarise(job, task, trainer, run_dir, status, error, test, previous, start
         "name": job.name, "metric": task.metric, "higher_is_better": task.higher_is_better,
         "data": task.data_info, "steps": st.step, "epochs": st.epoch, "best_step": st.best_step,
         "stopped_early": st.stopped_early, "valid": st.last_valid, "test": test,
-        "best_valid_score": st.best, "best_valid": _valid_at(run_dir, st.best_step), "wall_time_s": previous.get("wall_time_s", 0.0) + time.time() - start,
+        "best_valid_score": st.best,
+        "best_valid": _valid_at(run_dir, st.best_step) if trainer.dist.main else {},  # rank 0 writes the curves
+        "wall_time_s": previous.get("wall_time_s", 0.0) + time.time() - start,
         "train_time_s": st.train_time,
         "throughput": {f"{task.unit}_per_s": st.units / st.train_time if st.train_time else 0.0},
         "params": sum(p.numel() for p in trainer.module.parameters()), "versions": versions(),

@@ -17,9 +17,12 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from .config import RUNTIME_KEYS
+
 DELETED = "~"   # a key of the defaults that the job removed (~key on the command line)
-EXCLUDED = {"task.name", "norm.name", "scale", "seed", "name", "paths", "logger", "device", "progress", "threads",
-            "compile"}   # compile changes speed, not results (tests: compiled == eager)
+# The grid keys, the experiment name, and the keys a resumed run may change (config.RUNTIME_KEYS:
+# paths, logger, device, progress, threads, compile; compiled == eager is tested).
+EXCLUDED = {"task.name", "norm.name", "scale", "seed", "name", *RUNTIME_KEYS}
 MAX_SEGMENT = 120
 
 

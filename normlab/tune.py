@@ -30,10 +30,10 @@ from .runlock import RunLock, RunLocked
 SEARCHES = CONFIGS / "hparams_search"
 
 
-def _compose(overrides: list[str]):
+def _compose(overrides: list[str], hydra_node: bool = False):
     from hydra import compose, initialize_config_dir
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        return compose("train", overrides=overrides)
+        return compose("train", overrides=overrides, return_hydra_config=hydra_node)
 
 
 def load_search(name: str) -> dict:
@@ -79,11 +79,9 @@ def suggest(trial, key: str, p: dict):
 
 
 def run_dir_of(overrides: list[str]) -> Path:
-    """The run directory normlab-train will use for these overrides (hydra.run.dir's formula)."""
-    from .setting import job_part, segment
-    cfg = _compose(overrides)
-    return (Path(cfg.paths.root) / cfg.scale / cfg.name / cfg.task.name / cfg.norm.name /
-            f"{segment(job_part(cfg))}seed{cfg.seed}")
+    """The run directory normlab-train will use for these overrides: Hydra's own hydra.run.dir."""
+    from . import setting  # noqa: F401  (registers ${normlab.setting:})
+    return Path(_compose(overrides, hydra_node=True).hydra.run.dir)
 
 
 def recover(study) -> int:
