@@ -69,18 +69,23 @@ class RunProgress:
         return self.line(done)
 
 
-def watch(proc: subprocess.Popen, progress: RunProgress, every: float = 10.0, out=None) -> int:
-    """Wait for ``proc``, printing ``progress`` whenever a run finishes; returns its exit status."""
+def watch(proc: subprocess.Popen, progress: RunProgress, every: float = 10.0, out=None,
+          on_change: Optional[Callable[[], None]] = None) -> int:
+    """Wait for ``proc``, printing ``progress`` (and calling ``on_change``) whenever a run
+    finishes; returns its exit status."""
     out = out or sys.stdout  # looked up per call: a redirected sys.stdout must be honoured
-    while True:
+
+    def poll():
         line = progress.poll()
         if line:
             print(line, file=out, flush=True)
+            if on_change:
+                on_change()
+    while True:
+        poll()
         try:
             rc = proc.wait(timeout=every)
         except subprocess.TimeoutExpired:
             continue
-        line = progress.poll()
-        if line:
-            print(line, file=out, flush=True)
+        poll()
         return rc

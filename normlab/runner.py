@@ -20,7 +20,7 @@ import torch
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
-from . import __version__, accel, distributed, setting
+from . import __version__, accel, distributed, pin, setting
 from .config import Job, load_job, same_experiment
 from .errors import ConfigError, DataError
 from .loggers import make_loggers
@@ -37,9 +37,15 @@ FINAL = ("completed", "diverged")
 
 def git_commit() -> Optional[str]:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
-                             text=True, timeout=5)
-        return out.stdout.strip() or None
+        return pin.head()
+    except Exception:   # not a git checkout (an installed wheel), or no git
+        return None
+
+
+def git_dirty() -> Optional[bool]:
+    """Uncommitted changes to the code the run imported (pin.CODE); None outside a git checkout."""
+    try:
+        return pin.dirty()
     except Exception:
         return None
 
@@ -235,7 +241,7 @@ def _summarise(job, task, trainer, run_dir, status, error, test, previous, start
         "train_time_s": st.train_time,
         "throughput": {f"{task.unit}_per_s": st.units / st.train_time if st.train_time else 0.0},
         "params": sum(p.numel() for p in trainer.module.parameters()), "versions": versions(),
-        "git_commit": git_commit(), "device": str(trainer.device), "world_size": trainer.dist.world,
+        "git_commit": git_commit(), "git_dirty": git_dirty(), "device": str(trainer.device), "world_size": trainer.dist.world,
         "precision": trainer.precision, "compile": trainer.forward_model is not trainer.model,
         "argv": sys.argv,
     }

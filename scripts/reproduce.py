@@ -3,21 +3,26 @@
 
     python scripts/reproduce.py --scale mini --tasks rt,sst2 --seeds 1,2,3 --jobs 2
 
-1. The grid is tasks x (the norms of the chosen tables) x seeds. Runs live in
-   <root>/<scale>/xu2019/<task>/<norm>/seed<k>, shared by every table.
-2. If any run of the grid has no final summary (completed or diverged), one Hydra sweep
-   (normlab/configs/experiment/xu2019.yaml: joblib launcher, --jobs jobs, cores/jobs torch threads each)
-   runs the grid: the runner skips finished runs and resumes interrupted or failed ones.
-3. The grid's runs are copied, compactly (runs.export), to <out>/runs/, and the report
-   (normlab.report.write_report) is written from those copies, so `normlab-report <out>/runs
-   --out DIR` re-creates the committed tables exactly.
-4. <out>/reproduce.json and <out>/README.md record the exact command, git commit, machine, wall
-   time, and what the report says.
+1. The grid is tasks x (the norms of the chosen tables) x seeds, pinned to one git commit
+   (normlab.pin): the commit of the run copies already in <out>/runs, else a clean HEAD. Its runs
+   live in <root>/<commit[:12]>/<scale>/xu2019/<task>/<norm>/seed<k> and are trained from a clean
+   worktree of that commit, so every run of a table comes from the same code.
+2. A run counts as finished when its compact copy in <out>/runs (committed, e.g. by an earlier
+   session on another machine) or its run directory has a final summary (completed or diverged).
+   Copies are restored into the run root, so the sweep skips them.
+3. If anything is missing, one Hydra sweep (normlab/configs/experiment/xu2019.yaml: joblib
+   launcher, --jobs jobs, cores/jobs torch threads each) runs the grid: the runner skips finished
+   runs and resumes interrupted or failed ones. Each run is copied to <out>/runs as soon as it
+   finishes, so the copies can be committed while the grid runs (a grid may span sessions).
+4. The report (normlab.report.write_report) is written from the copies, so `normlab-report
+   <out>/runs --out DIR` re-creates the committed tables exactly. <out>/reproduce.json and
+   <out>/README.md record the runs' commit, every session that trained part of the grid (command,
+   machine, wall time, runs trained), and what the report says.
 Exit status: 0, or 1 when a run of the grid failed or is missing (the report is written anyway).
 
 ``--report-only`` re-writes the tables from the committed run copies in <out>/runs (nothing is
 trained or copied) and adds a "report" entry (command, git commit, dirty flag, time) to
-<out>/reproduce.json, whose other fields keep describing the command that produced the runs.
+<out>/reproduce.json, whose other fields keep describing the runs.
 """
 from __future__ import annotations
 
@@ -36,6 +41,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from normlab import pin  # noqa: E402
 from normlab.integrations.wandb_results import log_results, wandb_options  # noqa: E402
 from normlab.progress import RunProgress, watch  # noqa: E402
 from normlab.report import find_runs, load_run, write_report  # noqa: E402
@@ -57,7 +63,15 @@ def parse(argv):
     p.add_argument("--norms", default=None, help="only these norms of the tables' rows (default: all)")
     p.add_argument("--jobs", type=int, default=None,
                    help="parallel jobs (default: one per core; 1 when a GPU is visible, as jobs would share it)")
-    p.add_argument("--root", type=Path, default=Path.cwd() / "runs", help="run root (default ./runs)")
+    p.add_argument("--root", type=Path, default=Path.cwd() / "runs",
+                   help="run root: the runs go to <root>/<commit[:12]>/ (default ./runs)")
+    p.add_argument("--commit", default=None,
+                   help="train at this commit (default: the commit of the copies in <out>/runs, else HEAD)")
+    p.add_argument("--working-tree", action="store_true",
+                   help="train from this checkout as it is, uncommitted changes included (development and "
+                        "tests; reproduce.json says so), in <root>/<HEAD[:12]>-dirty when the tree is dirty")
+    p.add_argument("--fresh", action="store_true",
+                   help="drop the run copies in <out>/runs and re-train the grid (at --commit or HEAD)")
     p.add_argument("--out", type=Path, default=None, help="results folder (default ./results/<scale>)")
     p.add_argument("--no-train", action="store_true", help="only report on the runs already there")
     p.add_argument("--no-figures", action="store_true")
@@ -79,7 +93,7 @@ def parse(argv):
     if a.jobs is None:
         import torch
         a.jobs = 1 if torch.cuda.is_available() else (os.cpu_count() or 1)
-    a.root, a.out = a.root.resolve(), (a.out or Path.cwd() / "results" / a.scale).resolve()
+    a.base, a.out = a.root.resolve(), (a.out or Path.cwd() / "results" / a.scale).resolve()
     from normlab.tasks import TASKS
     missing = [t for t in a.tasks if t not in TASKS]
     if missing:
@@ -93,6 +107,10 @@ def _csv(s: str) -> list[str]:
 
 def run_dir(a, task: str, norm: str, seed: int) -> Path:
     return a.root / a.scale / NAME / task / norm / f"seed{seed}"
+
+
+def copy_dir(a, task: str, norm: str, seed: int) -> Path:
+    return a.out / "runs" / task / norm / f"seed{seed}"
 
 
 def grid(a) -> list[tuple[str, str, int]]:
@@ -114,13 +132,6 @@ def sweep_command(a) -> list[str]:
             *a.overrides]
 
 
-def git(*args) -> str:
-    try:
-        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, timeout=10).stdout.strip()
-    except Exception:
-        return ""
-
-
 def machine() -> dict:
     info = {"hostname": platform.node(), "platform": platform.platform(), "python": platform.python_version(),
             "cpus": os.cpu_count()}
@@ -139,8 +150,7 @@ def machine() -> dict:
 
 def report_only(a, argv) -> int:
     """The tables of a newer report from the same run copies; the runs' provenance is kept as it was."""
-    # The tree's state before this command writes its own outputs (which dirty it by design).
-    commit, dirty = git("rev-parse", "HEAD") or None, bool(git("status", "--porcelain", "--untracked-files=no"))
+    commit, dirty = pin.head(), pin.dirty()
     runs = find_runs([a.out / "runs"])
     written = write_report(runs, a.out, figures=not a.no_figures)
     rec = json.loads((a.out / "reproduce.json").read_text())
@@ -161,41 +171,56 @@ def main(argv=None) -> int:
     if a.report_only:
         return report_only(a, argv)
     start, started = time.time(), dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    cells = grid(a)
+    cells, copies = grid(a), a.out / "runs"
+    if a.fresh and copies.exists():
+        shutil.rmtree(copies)  # the old copies stay in git history
+    try:
+        commit, code, dirty = pinned(a, pin.commit_of_copies(_copy_commits(copies), copies))
+    except pin.PinError as e:
+        print(f"[reproduce] error: {e}", file=sys.stderr)
+        return 2
+    a.root = pin.root_for(a.base, commit, dirty)
+    restored = restore_copies(a, cells)
     todo = [c for c in cells if not is_final(run_dir(a, *c))]
     print(f"[reproduce] scale={a.scale} tasks={','.join(a.tasks)} norms={','.join(a.norm_list)} "
-          f"seeds={','.join(map(str, a.seeds))}: {len(cells)} runs, {len(cells) - len(todo)} finished, "
-          f"{len(todo)} to train")
+          f"seeds={','.join(map(str, a.seeds))} at commit {commit[:12]}: {len(cells)} runs, "
+          f"{len(cells) - len(todo)} finished ({restored} from the copies in {_rel(copies)}), {len(todo)} to train")
     sweep_rc, cmd = 0, sweep_command(a)
     if todo and not a.no_train:
-        print("[reproduce] " + shlex.join(cmd), flush=True)
+        try:
+            code = code or pin.checkout(commit)
+        except pin.PinError as e:
+            print(f"[reproduce] error: {e}", file=sys.stderr)
+            return 2
+        print(f"[reproduce] (in {_rel(code)}) " + shlex.join(cmd), flush=True)
         progress = RunProgress([run_dir(a, *c) for c in cells], is_final)
-        sweep_rc = watch(subprocess.Popen(cmd, cwd=REPO), progress)
-    present = [run_dir(a, *c) for c in cells if _exists(run_dir(a, *c))]
-    absent = [f"{t}/{n}/seed{s}" for t, n, s in cells if not _exists(run_dir(a, t, n, s))]
-    runs_out = a.out / "runs"
-    if runs_out.exists():
-        shutil.rmtree(runs_out)  # results/<scale>/runs holds exactly this grid's runs
-    for path in present:
-        export(load_run(path), runs_out / path.relative_to(a.root / a.scale / NAME))
-    runs = find_runs([runs_out]) if present else []
+        sweep_rc = watch(subprocess.Popen(cmd, cwd=code, env=pin.environ(code)), progress,
+                         on_change=lambda: copy_finished(a, cells))
+    copy_finished(a, cells)
+    runs = find_runs([copies]) if copies.exists() else []
     written = write_report(runs, a.out, figures=not a.no_figures) if runs else None
-    status = {}
+    status: dict = {}
     for r in runs:
         status[r.status] = status.get(r.status, 0) + 1
+    have = {(r.task, r.norm, r.seed) for r in runs}
+    absent = [f"{t}/{n}/seed{s}" for t, n, s in cells if (t, n, s) not in have]
+    old = _old_record(a.out)
+    session = {"command": shlex.join(["python", "scripts/reproduce.py", *(sys.argv[1:] if argv is None else argv)]),
+               "sweep_command": shlex.join(cmd) if todo and not a.no_train else None,
+               "started_utc": started, "wall_time_s": round(time.time() - start, 1),
+               "trained": len(todo) - len([c for c in cells if not is_final(run_dir(a, *c))]),
+               "machine": machine(), "data_dir": os.environ.get("NORMLAB_DATA"), "sweep_exit_status": sweep_rc}
     record = {
-        "command": shlex.join(["python", "scripts/reproduce.py", *(sys.argv[1:] if argv is None else argv)]),
         "make": (f"make reproduce-table SCALE={a.scale} TASKS={','.join(a.tasks)} "
                  f"SEEDS={','.join(map(str, a.seeds))} JOBS={a.jobs}"),
-        "sweep_command": shlex.join(cmd) if todo and not a.no_train else None,
-        "git_commit": git("rev-parse", "HEAD") or None,
-        "git_dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+        "git_commit": commit, "git_dirty": dirty,   # False: trained from a clean checkout of the commit
         "run_git_commits": _count(r.summary.get("git_commit") for r in runs),
-        "machine": machine(), "data_dir": os.environ.get("NORMLAB_DATA"),
-        "started_utc": started, "wall_time_s": round(time.time() - start, 1),
+        "report": {"git_commit": pin.head(), "git_dirty": pin.dirty(),
+                   "utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "runs": len(runs)},
         "runs_wall_time_s": round(sum(r.summary.get("wall_time_s", 0.0) for r in runs), 1),
         "grid": {"scale": a.scale, "tasks": a.tasks, "norms": a.norm_list, "seeds": a.seeds},
-        "runs": status, "absent": absent, "sweep_exit_status": sweep_rc,
+        "runs": status, "absent": absent,
+        "sessions": [*(old.get("sessions") or [] if old.get("git_commit") == commit else []), session],
     }
     write_json(a.out / "reproduce.json", record)
     atomic_write_bytes(a.out / "README.md", readme(record, a.out).encode())
@@ -207,13 +232,64 @@ def main(argv=None) -> int:
     if written:
         print(written["main"].markdown())
     print(f"[reproduce] {len(runs)} runs ({', '.join(f'{v} {k}' for k, v in sorted(status.items()))}) -> "
-          f"{a.out} in {record['wall_time_s']:.0f} s" + (f"; absent: {', '.join(absent)}" if absent else ""))
+          f"{a.out} in {session['wall_time_s']:.0f} s" + (f"; absent: {len(absent)}" if absent else ""))
     bad = status.get("failed", 0) + status.get("incomplete", 0) + len(absent)
     return 1 if bad or sweep_rc else 0
 
 
-def _exists(path: Path) -> bool:
-    return (path / "summary.json").exists() or (path / "config.yaml").exists()
+def pinned(a, copies_commit):
+    """(commit, checkout to train from or None for a clean worktree of it, dirty)."""
+    if not a.working_tree:
+        if copies_commit and copies_commit.endswith("-dirty"):
+            raise pin.PinError(f"the run copies in {a.out / 'runs'} were trained from uncommitted code "
+                               f"(--working-tree); pass --fresh to re-train them from a commit")
+        return pin.choose(a.commit, copies_commit, a.out / "runs"), None, False
+    commit, dirty = pin.head(), pin.dirty()
+    if copies_commit and copies_commit != commit + ("-dirty" if dirty else ""):
+        raise pin.PinError(f"--working-tree: the run copies in {a.out / 'runs'} come from {copies_commit[:12]}, "
+                           f"and this checkout is {commit[:12]}{' with changes' if dirty else ''}; drop --working-tree, "
+                           "or pass --fresh")
+    return commit, pin.REPO, dirty
+
+
+def _copy_commits(copies: Path):
+    """The commit of each run copy; "<commit>-dirty" for one trained from uncommitted code."""
+    for f in sorted(copies.rglob("summary.json")) if copies.exists() else []:
+        try:
+            s = json.loads(f.read_text())
+        except ValueError:
+            continue
+        yield s.get("git_commit") and s["git_commit"] + ("-dirty" if s.get("git_dirty") else "")
+
+
+def restore_copies(a, cells) -> int:
+    """Finished copies without a finished run directory (a fresh machine) are put back into the
+    run root, where the runner skips them; returns how many."""
+    n = 0
+    for c in cells:
+        src, dst = copy_dir(a, *c), run_dir(a, *c)
+        if is_final(src) and not is_final(dst):
+            for name in ("config.yaml", "summary.json", "curves.jsonl"):
+                if (src / name).exists():
+                    atomic_write_bytes(dst / name, (src / name).read_bytes())
+            n += 1
+    return n
+
+
+def copy_finished(a, cells) -> None:
+    """A compact copy (runs.export) of every finished run whose copy is missing or out of date."""
+    for c in cells:
+        src, dst = run_dir(a, *c), copy_dir(a, *c)
+        if is_final(src) and (not (dst / "summary.json").exists()
+                              or (dst / "summary.json").read_bytes() != (src / "summary.json").read_bytes()):
+            export(load_run(src), dst)
+
+
+def _old_record(out: Path) -> dict:
+    try:
+        return json.loads((out / "reproduce.json").read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 def _rel(path: Path) -> str:
@@ -231,26 +307,35 @@ def _count(xs) -> dict:
 
 
 def readme(rec: dict, out: Path) -> str:
-    m = rec["machine"]
-    hw = f"{m.get('cpus')} × {m.get('cpu')}" + (f", GPU {m['gpu']}" if m.get("gpu") else "") + \
-        (f", {m['memory_gb']} GB RAM" if m.get("memory_gb") else "")
+    sessions = rec.get("sessions") or []
+    if not sessions and "machine" in rec:   # a record written before sessions were kept
+        sessions = [{"command": rec.get("command"), "started_utc": rec.get("started_utc"), "machine": rec["machine"],
+                     "wall_time_s": rec.get("wall_time_s", 0.0), "trained": sum(rec["runs"].values())}]
+    trained = sum(x.get("trained", 0) for x in sessions)
+    wall = sum(x.get("wall_time_s", 0.0) for x in sessions)
+    r = rec.get("report") or {}
     lines = [
         f"# Results: scale {rec['grid']['scale']}", "",
-        f"- Command: `{rec['make']}` (runs `{rec['command']}`)",
-        f"- Git commit: `{rec['git_commit']}`" + (" (with uncommitted changes)" if rec["git_dirty"] else ""),
-        f"- Machine: {hw}; {m.get('platform')}; Python {m.get('python')}, torch {m.get('torch')}",
-        f"- Wall time of this command: {rec['wall_time_s'] / 3600:.2f} h (started {rec['started_utc']}); "
-        f"sum of the runs' own wall times: {rec['runs_wall_time_s'] / 3600:.2f} h",
+        f"- Command: `{rec['make']}`; it trains what is missing (continuing from the run copies in "
+        f"`{_rel(out)}/runs`) and re-writes these tables",
+        f"- Runs trained at git commit `{rec['git_commit']}`"
+        + (" with uncommitted changes (--working-tree)" if rec["git_dirty"] else " (a clean checkout)")
+        + "; commits recorded by the runs: "
+        + ", ".join(f"`{c[:12]}` × {n}" for c, n in rec["run_git_commits"].items()),
+        f"- Tables written at git commit `{r.get('git_commit')}`" + (" (with uncommitted changes)" if r.get("git_dirty") else "")
+        + f" ({r.get('utc')})",
         f"- Runs: {', '.join(f'{v} {k}' for k, v in sorted(rec['runs'].items())) or 'none'}"
-        + (f"; absent (never started): {', '.join(rec['absent'])}" if rec["absent"] else ""),
-        f"- Re-create the tables from the copies of the runs: `normlab-report {_rel(out)}/runs --out /tmp/report`", "",
+        + (f"; absent (not trained yet): {len(rec['absent'])} of the grid's "
+           f"{len(rec['absent']) + sum(rec['runs'].values())}" if rec["absent"] else ""),
+        f"- Sum of the runs' own wall times: {rec['runs_wall_time_s'] / 3600:.2f} h; {len(sessions)} session(s) "
+        f"trained {trained} run(s) in {wall / 3600:.2f} h of wall time:",
     ]
-    if rec.get("report"):
-        r = rec["report"]
-        lines[-1:-1] = [f"- Tables last re-written from these run copies by `{r['command']}` at git commit "
-                        f"`{r['git_commit']}`" + (" (with uncommitted changes)" if r["git_dirty"] else "")
-                        + f" ({r['utc']}); the runs themselves come from the commits in reproduce.json's "
-                        "run_git_commits"]
+    for x in sessions:
+        m = x.get("machine") or {}
+        hw = f"{m.get('cpus')} × {m.get('cpu')}" + (f", GPU {m['gpu']}" if m.get("gpu") else "")
+        lines.append(f"  - {x['started_utc']}: {x.get('trained', 0)} run(s) in {x['wall_time_s'] / 60:.0f} min on "
+                     f"{hw}; Python {m.get('python')}, torch {m.get('torch')}; `{x['command']}`")
+    lines += [f"- Re-create the tables from the copies of the runs: `normlab-report {_rel(out)}/runs --out /tmp/report`", ""]
     report = out / "report.md"
     if report.exists():
         body = report.read_text().split("\n", 1)[1]  # drop report.md's own title

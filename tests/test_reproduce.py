@@ -60,17 +60,19 @@ def reproduce(args, cwd, data_dir, timeout=600):
 
 
 def test_smoke_reproduction_writes_every_output_and_shows_divergence(tmp_path, data_dir):
-    # A run forced to diverge (huge learning rate), placed where the grid expects it: the sweep
-    # skips it as finished and the tables must show it as Diverge, never as a number, in a row of
-    # its own (its hyperparameters differ from the grid's).
+    # A run forced to diverge (huge learning rate), placed among the grid's committed run copies
+    # (results/smoke/runs): it is restored into the run root, the sweep skips it as finished, and
+    # the tables must show it as Diverge, never as a number, in a row of its own (its
+    # hyperparameters differ from the grid's).
     run_cli(["task=synthetic_cls", "norm=layernorm", "seed=2", "scale=smoke", "name=xu2019",
              "task.train.lr=1e6", "task.train.diverge_loss=100",
-             f"hydra.run.dir={tmp_path}/runs/smoke/xu2019/synthetic_cls/layernorm/seed2"], tmp_path, data_dir)
+             f"hydra.run.dir={tmp_path}/results/smoke/runs/synthetic_cls/layernorm/seed2"], tmp_path, data_dir)
+    # --working-tree: the code under test, committed or not (the default trains at a clean commit)
     args = ["--scale", "smoke", "--tasks", "rt,synthetic_cls", "--seeds", "1,2", "--norms",
-            "layernorm,layernorm_simple", "--jobs", "2", "--root", str(tmp_path / "runs")]
+            "layernorm,layernorm_simple", "--jobs", "2", "--root", str(tmp_path / "runs"), "--working-tree"]
     out = reproduce(args, tmp_path, data_dir)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    assert "8 runs, 1 finished, 7 to train" in out.stdout
+    assert "8 runs, 1 finished (1 from the copies in " in out.stdout and ", 7 to train" in out.stdout
     assert "[reproduce] 1/8 runs done (0 in this sweep" in out.stdout and "[reproduce] 8/8 runs done (7 in" in out.stdout
     res = tmp_path / "results" / "smoke"
 
@@ -103,9 +105,12 @@ def test_smoke_reproduction_writes_every_output_and_shows_divergence(tmp_path, d
 
     rec = json.loads((res / "reproduce.json").read_text())
     assert rec["make"] == "make reproduce-table SCALE=smoke TASKS=rt,synthetic_cls SEEDS=1,2 JOBS=2"
-    assert rec["command"].startswith("python scripts/reproduce.py --scale smoke")
-    assert len(rec["git_commit"]) == 40 and rec["machine"]["cpus"] == os.cpu_count()
-    assert rec["runs"] == {"completed": 7, "diverged": 1} and rec["wall_time_s"] > 0 and rec["absent"] == []
+    (session,) = rec["sessions"]
+    assert session["command"].startswith("python scripts/reproduce.py --scale smoke")
+    assert len(rec["git_commit"]) == 40 and session["machine"]["cpus"] == os.cpu_count()
+    assert rec["run_git_commits"] == {rec["git_commit"]: 8}
+    assert rec["runs"] == {"completed": 7, "diverged": 1} and session["wall_time_s"] > 0 and rec["absent"] == []
+    assert session["trained"] == 7
     readme = (res / "README.md").read_text()
     assert rec["git_commit"] in readme and "### Table 1: bias and gain" in readme
 
@@ -121,16 +126,19 @@ def test_smoke_reproduction_writes_every_output_and_shows_divergence(tmp_path, d
         if p.stem in OWN_TABLES:
             assert p.read_bytes() == (tmp_path / "again" / p.name).read_bytes(), p.name
 
-    # a second call finds nothing to train
+    # a fresh machine (no run root) continues from the copies alone: nothing to train
+    import shutil
+    shutil.rmtree(tmp_path / "runs")
     second = reproduce(args + ["--no-figures"], tmp_path, data_dir)
-    assert second.returncode == 0 and "8 runs, 8 finished, 0 to train" in second.stdout
+    assert second.returncode == 0 and "8 runs, 8 finished (8 from the copies" in second.stdout, second.stdout
+    assert [s["trained"] for s in json.loads((res / "reproduce.json").read_text())["sessions"]] == [7, 0]
 
 
 def test_logger_wandb_logs_the_results_folder_as_an_artifact(tmp_path, data_dir):
     pytest.importorskip("wandb")
     from wandb_records import offline_run
     args = ["--scale", "smoke", "--tasks", "synthetic_cls", "--seeds", "1", "--norms", "layernorm,layernorm_simple",
-            "--jobs", "1", "--root", str(tmp_path / "runs"), "--", "logger=wandb", "logger.mode=offline"]
+            "--jobs", "1", "--root", str(tmp_path / "runs"), "--working-tree", "--", "logger=wandb", "logger.mode=offline"]
     env_home = {"HOME": str(tmp_path), "WANDB_CONFIG_DIR": str(tmp_path / "wandb-home")}
     os.environ.update(env_home)  # reproduce() copies os.environ; monkeypatch would not reach it here
     try:
@@ -140,14 +148,15 @@ def test_logger_wandb_logs_the_results_folder_as_an_artifact(tmp_path, data_dir)
             os.environ.pop(k)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "results logged to wandb as artifact normlab-results-smoke" in out.stdout
-    report = offline_run(tmp_path / "runs" / "smoke" / "wandb")
+    (root,) = (tmp_path / "runs").iterdir()   # <HEAD[:12]>[-dirty]: runs of one code version
+    report = offline_run(root / "smoke" / "wandb")
     assert report["run"].job_type == "report" and report["run"].run_group == "xu2019"
     (art,) = report["artifacts"]
     assert art.name == "normlab-results-smoke" and art.type == "results"
     files = {c.path for c in art.manifest.contents}
     assert {"table1.md", "table1.tex", "report.md", "reproduce.json", "figures/overfitting.png"} <= files
     for norm in ("layernorm", "layernorm_simple"):  # every training run went to wandb too
-        run = offline_run(tmp_path / "runs" / "smoke" / "xu2019" / "synthetic_cls" / norm / "seed1")
+        run = offline_run(root / "smoke" / "xu2019" / "synthetic_cls" / norm / "seed1")
         assert run["summary"]["status"] == "completed"
 
 

@@ -1,0 +1,104 @@
+"""Training at one pinned commit, so that a table never mixes code versions.
+
+A grid that outlives a session (the mini grid takes hours on 2 cores; the tuned comparison longer)
+is trained in steps, and the code keeps changing between them. Every run of one table must still
+come from the same code. So a grid is pinned to a commit: its runs are trained from a clean
+``git worktree`` of that commit (``.cache/code/<commit[:12]>``), whatever the checkout's own HEAD
+is, and its run root is ``runs/<commit[:12]>`` so runs of other code are never taken for finished.
+
+Which commit: the one the grid's committed run copies came from (``results/<scale>/runs``), so a
+fresh clone continues the grid it finds; for a grid with no copies yet, HEAD, which must be clean.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Iterable, Optional
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class PinError(RuntimeError):
+    """The grid cannot be trained at one clean commit; the message says how to fix it."""
+
+
+def git(*args: str, cwd: Path = REPO) -> str:
+    out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+    if out.returncode:
+        raise PinError(f"git {' '.join(args)} failed in {cwd}: {out.stderr.strip()}")
+    return out.stdout.strip()
+
+
+def head() -> str:
+    return git("rev-parse", "HEAD")
+
+
+# The code a run or a report imports; uncommitted changes elsewhere (docs, results being written)
+# change neither.
+CODE = ("normlab", "hydra_plugins", "scripts")
+
+
+def dirty(cwd: Path = REPO) -> bool:
+    """Uncommitted changes to tracked files under CODE."""
+    return bool(git("status", "--porcelain", "--untracked-files=no", "--", *CODE, cwd=cwd))
+
+
+def commit_of_copies(commits: Iterable[Optional[str]], where: Path) -> Optional[str]:
+    """The one commit the run copies in ``where`` came from (None when there are none)."""
+    found = sorted({c for c in commits if c})
+    if len(found) > 1:
+        raise PinError(f"{where} holds runs of {len(found)} commits ({', '.join(c[:12] for c in found)}); a table "
+                       "must not mix code versions: remove the copies of all but one commit, or re-train the grid "
+                       "from scratch (--fresh)")
+    return found[0] if found else None
+
+
+def choose(requested: Optional[str], copies: Optional[str], where: Path) -> str:
+    """The grid's commit: ``requested`` (--commit), else the copies', else a clean HEAD."""
+    if requested:
+        full = git("rev-parse", "--verify", f"{requested}^{{commit}}")
+        if copies and full != copies:
+            raise PinError(f"--commit {requested} is {full[:12]}, but the run copies in {where} come from "
+                           f"{copies[:12]}: continue at {copies[:12]}, or pass --fresh to re-train the grid at "
+                           f"{full[:12]}")
+        return full
+    if copies:
+        return copies
+    if dirty():
+        raise PinError(f"the code ({', '.join(CODE)}) has uncommitted changes, and the grid is trained from a clean "
+                       "checkout of a commit: commit them first, pass --commit <rev> to train at a commit, or "
+                       "--working-tree to train from the checkout as it is")
+    return head()
+
+
+def checkout(commit: str) -> Path:
+    """A clean worktree of ``commit`` (created once, re-used). Always a worktree, even for HEAD: the
+    jobs of a long sweep import normlab one by one, and must not see edits made to the checkout
+    while it runs."""
+    path = REPO / ".cache" / "code" / commit[:12]
+    if not (path / ".git").exists():
+        try:
+            git("cat-file", "-e", f"{commit}^{{commit}}")
+        except PinError:
+            raise PinError(f"commit {commit[:12]} is not in this clone (the run copies came from it): fetch it "
+                           "(git fetch --unshallow on a shallow clone), or pass --fresh to re-train") from None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        git("worktree", "prune")
+        git("worktree", "add", "--detach", str(path), commit)
+    if git("rev-parse", "HEAD", cwd=path) != commit or dirty(path):
+        raise PinError(f"{path} is not a clean checkout of {commit[:12]}: remove it (git worktree remove --force "
+                       f"{path}) and run again")
+    return path
+
+
+def environ(code: Path) -> dict:
+    """The environment of a job run from ``code``: its normlab and hydra_plugins come first on the
+    path (the venv's editable install points at the main checkout)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(code), *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+def root_for(base: Path, commit: str, dirty: bool = False) -> Path:
+    return Path(base) / (commit[:12] + ("-dirty" if dirty else ""))

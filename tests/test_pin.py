@@ -1,0 +1,50 @@
+"""A grid pinned to one commit (normlab.pin): trained from a clean worktree, never mixed with runs
+of other code, continued from committed copies on a fresh machine."""
+import json
+import subprocess
+
+from helpers import REPO
+from test_reproduce import reproduce
+
+GRID = ["--scale", "smoke", "--tasks", "synthetic_cls", "--seeds", "1", "--norms", "layernorm", "--jobs", "1",
+        "--no-figures"]
+
+
+def head() -> str:
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+
+
+def fake_copy(tmp_path, norm: str, commit: str):
+    d = tmp_path / "results" / "smoke" / "runs" / "synthetic_cls" / norm / "seed1"
+    d.mkdir(parents=True)
+    (d / "summary.json").write_text(json.dumps({"status": "completed", "git_commit": commit}))
+
+
+def test_the_grid_is_trained_from_a_clean_checkout_of_its_commit(tmp_path, data_dir):
+    commit = head()
+    out = reproduce(GRID + ["--root", str(tmp_path / "runs"), "--commit", "HEAD"], tmp_path, data_dir)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert f"(in .cache/code/{commit[:12]})" in out.stdout or f"code/{commit[:12]})" in out.stdout
+    summary = json.loads((tmp_path / "runs" / commit[:12] / "smoke" / "xu2019" / "synthetic_cls" / "layernorm"
+                          / "seed1" / "summary.json").read_text())
+    assert summary["git_commit"] == commit and summary["git_dirty"] is False
+    rec = json.loads((tmp_path / "results" / "smoke" / "reproduce.json").read_text())
+    assert rec["git_commit"] == commit and rec["git_dirty"] is False and rec["run_git_commits"] == {commit: 1}
+
+
+def test_copies_of_another_commit_are_never_mixed_in(tmp_path, data_dir):
+    fake_copy(tmp_path, "layernorm", "0" * 40)
+    out = reproduce(GRID + ["--root", str(tmp_path / "runs"), "--commit", "HEAD"], tmp_path, data_dir)
+    assert out.returncode == 2 and "come from 000000000000" in out.stderr and "--fresh" in out.stderr
+    assert not (tmp_path / "runs").exists()
+    fake_copy(tmp_path, "layernorm_simple", "1" * 40)
+    out = reproduce(GRID + ["--root", str(tmp_path / "runs")], tmp_path, data_dir)
+    assert out.returncode == 2 and "holds runs of 2 commits" in out.stderr
+
+
+def test_copies_from_uncommitted_code_are_not_continued_as_a_commit(tmp_path, data_dir):
+    d = tmp_path / "results" / "smoke" / "runs" / "synthetic_cls" / "layernorm" / "seed1"
+    d.mkdir(parents=True)
+    (d / "summary.json").write_text(json.dumps({"status": "completed", "git_commit": head(), "git_dirty": True}))
+    out = reproduce(GRID + ["--root", str(tmp_path / "runs")], tmp_path, data_dir)
+    assert out.returncode == 2 and "uncommitted code" in out.stderr
