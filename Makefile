@@ -13,7 +13,7 @@ NORM ?= layernorm
 SEED ?= 1
 export NORMLAB_DATA ?= $(abspath ../shared/data)
 
-.PHONY: help install demo test test-slow train sweep reproduce-table bench clean fairseq-env test-fairseq compare-fairseq
+.PHONY: help install demo test test-slow train sweep reproduce-table reproduce-tuned bench clean fairseq-env test-fairseq compare-fairseq
 
 help:  ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -48,6 +48,12 @@ sweep: $(PY)  ## task x norm x seed grid: make sweep TASKS=rt NORMS=layernorm,la
 
 reproduce-table: $(PY)  ## the paper's tables/figures: make reproduce-table [SCALE=mini|paper] [TASKS=...] [SEEDS=...]
 	$(PY) scripts/reproduce.py --scale $(SCALE) --tasks $(TASKS) --seeds $(SEEDS) --jobs $(JOBS)
+
+# Each norm at its own lr: seed 1 at 5 lrs spanning 8x, the best on validation, then every seed;
+# pinned to the fixed-lr grid's commit. BUDGET_MIN stops starting jobs (commit results/*-tuned/runs, re-run later).
+reproduce-tuned: $(PY)  ## each norm at its own lr: make reproduce-tuned [SCALE=mini] [TUNED_TASKS=rt,sst2] [BUDGET_MIN=60]
+	$(PY) scripts/reproduce_tuned.py --scale $(SCALE) --jobs $(JOBS) $(if $(TUNED_TASKS),--tasks $(TUNED_TASKS)) \
+	  $(if $(BUDGET_MIN),--budget-min $(BUDGET_MIN))
 
 bench: $(PY)  ## norm-layer, training-step and data-cache benchmarks (ratios)
 	$(PY) scripts/bench_norms.py

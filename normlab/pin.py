@@ -11,7 +11,9 @@ fresh clone continues the grid it finds; for a grid with no copies yet, HEAD, wh
 """
 from __future__ import annotations
 
+import json
 import os
+import platform
 import subprocess
 from pathlib import Path
 from typing import Iterable, Optional
@@ -44,14 +46,43 @@ def dirty(cwd: Path = REPO) -> bool:
     return bool(git("status", "--porcelain", "--untracked-files=no", "--", *CODE, cwd=cwd))
 
 
-def commit_of_copies(commits: Iterable[Optional[str]], where: Path) -> Optional[str]:
-    """The one commit the run copies in ``where`` came from (None when there are none)."""
-    found = sorted({c for c in commits if c})
+def commit_of_copies(where: Path) -> Optional[str]:
+    """The one commit the run copies in ``where`` came from (None when there are none);
+    "<commit>-dirty" when they were trained from uncommitted code."""
+    found = sorted({c for c in _copy_commits(where) if c})
     if len(found) > 1:
         raise PinError(f"{where} holds runs of {len(found)} commits ({', '.join(c[:12] for c in found)}); a table "
                        "must not mix code versions: remove the copies of all but one commit, or re-train the grid "
                        "from scratch (--fresh)")
     return found[0] if found else None
+
+
+def _copy_commits(where: Path) -> Iterable[Optional[str]]:
+    for f in sorted(Path(where).rglob("summary.json")) if Path(where).exists() else []:
+        try:
+            s = json.loads(f.read_text())
+        except ValueError:
+            continue
+        yield s.get("git_commit") and s["git_commit"] + ("-dirty" if s.get("git_dirty") else "")
+
+
+def resolve(copies: Path, requested: Optional[str] = None, working_tree: bool = False,
+            fallback: Optional[str] = None) -> tuple[str, Optional[Path], bool]:
+    """(commit, checkout to train from, dirty) of a grid whose run copies are in ``copies``.
+    Default: the copies' commit, else ``fallback`` (a sibling grid's), else a clean HEAD, trained
+    from a clean worktree (checkout None: ``checkout(commit)`` makes it when there is training to
+    do). ``working_tree``: HEAD's own checkout as it is, for development and tests."""
+    found = commit_of_copies(copies)
+    if not working_tree:
+        if found and found.endswith("-dirty"):
+            raise PinError(f"the run copies in {copies} were trained from uncommitted code (--working-tree); "
+                           "pass --fresh to re-train them from a commit")
+        return choose(requested, found or (None if requested else fallback), copies), None, False
+    commit, is_dirty = head(), dirty()
+    if found and found != commit + ("-dirty" if is_dirty else ""):
+        raise PinError(f"--working-tree: the run copies in {copies} come from {found[:12]}, and this checkout is "
+                       f"{commit[:12]}{' with changes' if is_dirty else ''}; drop --working-tree, or pass --fresh")
+    return commit, REPO, is_dirty
 
 
 def choose(requested: Optional[str], copies: Optional[str], where: Path) -> str:
@@ -102,3 +133,20 @@ def environ(code: Path) -> dict:
 
 def root_for(base: Path, commit: str, dirty: bool = False) -> Path:
     return Path(base) / (commit[:12] + ("-dirty" if dirty else ""))
+
+
+def machine() -> dict:
+    """Where runs were trained: host, CPU, memory, Python, torch and GPU."""
+    info = {"hostname": platform.node(), "platform": platform.platform(), "python": platform.python_version(),
+            "cpus": os.cpu_count()}
+    try:
+        cpu = [ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")]
+        info["cpu"] = cpu[0] if cpu else platform.processor()
+        mem = [ln.split()[1] for ln in open("/proc/meminfo") if ln.startswith("MemTotal")]
+        info["memory_gb"] = round(int(mem[0]) / 2**20, 1) if mem else None
+    except OSError:
+        info["cpu"] = platform.processor()
+    import torch
+    info["torch"] = torch.__version__
+    info["gpu"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    return info

@@ -30,7 +30,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import shlex
 import shutil
 import subprocess
@@ -132,22 +131,6 @@ def sweep_command(a) -> list[str]:
             *a.overrides]
 
 
-def machine() -> dict:
-    info = {"hostname": platform.node(), "platform": platform.platform(), "python": platform.python_version(),
-            "cpus": os.cpu_count()}
-    try:
-        cpu = [ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")]
-        info["cpu"] = cpu[0] if cpu else platform.processor()
-        mem = [ln.split()[1] for ln in open("/proc/meminfo") if ln.startswith("MemTotal")]
-        info["memory_gb"] = round(int(mem[0]) / 2**20, 1) if mem else None
-    except OSError:
-        info["cpu"] = platform.processor()
-    import torch
-    info["torch"] = torch.__version__
-    info["gpu"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
-    return info
-
-
 def report_only(a, argv) -> int:
     """The tables of a newer report from the same run copies; the runs' provenance is kept as it was."""
     commit, dirty = pin.head(), pin.dirty()
@@ -175,7 +158,7 @@ def main(argv=None) -> int:
     if a.fresh and copies.exists():
         shutil.rmtree(copies)  # the old copies stay in git history
     try:
-        commit, code, dirty = pinned(a, pin.commit_of_copies(_copy_commits(copies), copies))
+        commit, code, dirty = pin.resolve(copies, a.commit, a.working_tree)
     except pin.PinError as e:
         print(f"[reproduce] error: {e}", file=sys.stderr)
         return 2
@@ -209,7 +192,7 @@ def main(argv=None) -> int:
                "sweep_command": shlex.join(cmd) if todo and not a.no_train else None,
                "started_utc": started, "wall_time_s": round(time.time() - start, 1),
                "trained": len(todo) - len([c for c in cells if not is_final(run_dir(a, *c))]),
-               "machine": machine(), "data_dir": os.environ.get("NORMLAB_DATA"), "sweep_exit_status": sweep_rc}
+               "machine": pin.machine(), "data_dir": os.environ.get("NORMLAB_DATA"), "sweep_exit_status": sweep_rc}
     record = {
         "make": (f"make reproduce-table SCALE={a.scale} TASKS={','.join(a.tasks)} "
                  f"SEEDS={','.join(map(str, a.seeds))} JOBS={a.jobs}"),
@@ -235,31 +218,6 @@ def main(argv=None) -> int:
           f"{a.out} in {session['wall_time_s']:.0f} s" + (f"; absent: {len(absent)}" if absent else ""))
     bad = status.get("failed", 0) + status.get("incomplete", 0) + len(absent)
     return 1 if bad or sweep_rc else 0
-
-
-def pinned(a, copies_commit):
-    """(commit, checkout to train from or None for a clean worktree of it, dirty)."""
-    if not a.working_tree:
-        if copies_commit and copies_commit.endswith("-dirty"):
-            raise pin.PinError(f"the run copies in {a.out / 'runs'} were trained from uncommitted code "
-                               f"(--working-tree); pass --fresh to re-train them from a commit")
-        return pin.choose(a.commit, copies_commit, a.out / "runs"), None, False
-    commit, dirty = pin.head(), pin.dirty()
-    if copies_commit and copies_commit != commit + ("-dirty" if dirty else ""):
-        raise pin.PinError(f"--working-tree: the run copies in {a.out / 'runs'} come from {copies_commit[:12]}, "
-                           f"and this checkout is {commit[:12]}{' with changes' if dirty else ''}; drop --working-tree, "
-                           "or pass --fresh")
-    return commit, pin.REPO, dirty
-
-
-def _copy_commits(copies: Path):
-    """The commit of each run copy; "<commit>-dirty" for one trained from uncommitted code."""
-    for f in sorted(copies.rglob("summary.json")) if copies.exists() else []:
-        try:
-            s = json.loads(f.read_text())
-        except ValueError:
-            continue
-        yield s.get("git_commit") and s["git_commit"] + ("-dirty" if s.get("git_dirty") else "")
 
 
 def restore_copies(a, cells) -> int:

@@ -1,0 +1,239 @@
+"""The tuned comparison: each norm at its own learning rate, beside the one lr tuned on LayerNorm.
+
+Protocol (scripts/reproduce_tuned.py trains it): per task and norm, seed 1 at the preset lr and at
+the factors of hparams_search/lr_grid.yaml (0.35x, 0.71x, 1.41x, 2.83x: five points spanning 8x);
+the lr whose selected checkpoint has the best *validation* score is chosen (``select``); then the
+other seeds at that lr. Test scores never take part in the choice. The fixed-lr comparison is the
+same norms at the preset lr, seeds 1-3, so its seed 1 is one of the grid's points.
+
+Written: lr_grid (seed 1's validation score at each lr, the choice), tuned (test mean ± std at
+the fixed and at the chosen lr), tuned_findings (the paper's claims re-tested at the chosen lrs),
+survives (each claim's Holm verdict at fixed vs tuned lr), figures/lr_sensitivity.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Optional
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from ..rundir import atomic_write_bytes  # noqa: E402
+from .aggregate import NORM_LABELS, Cell, Grid, data_sentence, fmt  # noqa: E402
+from .findings import findings, findings_table  # noqa: E402
+from .runs import Run  # noqa: E402
+from .style import norm_style  # noqa: E402
+from .tables import Table  # noqa: E402
+
+TUNED_NORMS = ["none", "layernorm", "layernorm_simple", "detachnorm", "adanorm", "rmsnorm", "dyt"]
+
+
+def lr_of(run: Run) -> Optional[float]:
+    return ((run.config.get("task") or {}).get("train") or {}).get("lr")
+
+
+def objective(run: Run) -> float:
+    """The selected checkpoint's validation score, higher = better; -inf unless completed."""
+    v = (run.summary.get("best_valid") or {}).get(run.metric)
+    if run.status != "completed" or v is None or not math.isfinite(v):
+        return -math.inf
+    return float(v) if run.higher_is_better else -float(v)
+
+
+def planned_lrs(preset: float, factors: list[float]) -> list[float]:
+    """The preset lr and the preset times each factor, rounded to 3 significant digits (as
+    normlab-tune rounds them: a readable run folder, lr=0.00141)."""
+    return [preset if f == 1.0 else float(f"{preset * f:.3g}") for f in sorted({1.0, *factors})]
+
+
+def select(points: dict[float, Run], preset: float) -> Optional[float]:
+    """The lr of the best validation score among ``points`` (lr -> seed-1 run); ties go to the lr
+    nearest the preset. None when every point diverged or failed."""
+    scored = [(objective(r), -abs(math.log(lr / preset)), lr) for lr, r in points.items()]
+    best = max(scored)
+    return None if best[0] == -math.inf else best[2]
+
+
+class Sweep:
+    """The runs of one tuned comparison, by task, norm, lr and seed."""
+
+    def __init__(self, runs: list[Run], factors: list[float]):
+        self.factors = sorted({1.0, *factors})
+        self.by: dict[tuple[str, str], dict[float, dict[int, Run]]] = {}
+        self.preset: dict[tuple[str, str], float] = {}
+        for r in runs:
+            if lr_of(r) is None:
+                continue
+            self.by.setdefault((r.task, r.norm), {}).setdefault(float(lr_of(r)), {})[r.seed] = r
+            if not r.setting:
+                self.preset[(r.task, r.norm)] = float(lr_of(r))
+        self.grid = Grid(runs)
+
+    def lrs(self, key) -> list[float]:
+        base = self.preset.get(key)
+        return [] if base is None else planned_lrs(base, self.factors)
+
+    def seed1(self, key) -> dict[float, Run]:
+        return {lr: seeds[1] for lr, seeds in self.by.get(key, {}).items() if 1 in seeds}
+
+    def chosen(self, key) -> Optional[float]:
+        """The chosen lr, once seed 1 has finished at every planned lr."""
+        points = self.seed1(key)
+        planned = self.lrs(key)
+        if not planned or any(lr not in points or points[lr].status not in ("completed", "diverged")
+                              for lr in planned):
+            return None
+        return select({lr: points[lr] for lr in planned}, self.preset[key])
+
+    def choice(self, key) -> str:
+        lr, points, planned = self.chosen(key), self.seed1(key), self.lrs(key)
+        if lr is not None:
+            edge = " at the grid's edge" if lr in (min(planned), max(planned)) else ""
+            return f"{lr:g} ({lr / self.preset[key]:.2f}×{edge})"
+        done = sum(1 for x in planned if x in points and points[x].status in ("completed", "diverged"))
+        return "all diverged" if planned and done == len(planned) else f"pending ({done}/{len(planned) or '?'} lrs)"
+
+    def keys(self) -> list[tuple[str, str]]:
+        order = {n: i for i, n in enumerate(TUNED_NORMS)}
+        cols = self.grid.columns
+        return sorted(self.by, key=lambda k: (cols.index(k[0]) if k[0] in cols else 99, order.get(k[1], 99), k[1]))
+
+    def runs_at(self, key, lr: Optional[float]) -> list[Run]:
+        return [] if lr is None else list(self.by.get(key, {}).get(lr, {}).values())
+
+
+def _as_default(runs: list[Run]) -> list[Run]:
+    """The runs as their norm's only setting, so the findings compare norm against norm."""
+    return [Run(r.path, r.config, {**r.summary, "setting": {}}, r._curves) for r in runs]
+
+
+def lr_grid_table(sw: Sweep) -> Table:
+    names = [f"{f:.2f}×" for f in sw.factors]
+    t = Table("lr_grid", "Learning-rate grid: seed 1's validation score at each lr",
+              ["task", "norm", "preset lr", *names, "chosen lr"])
+    for key in sw.keys():
+        points = sw.seed1(key)
+        cells = []
+        for lr in sw.lrs(key):
+            r = points.get(lr)
+            if r is None or r.status not in ("completed", "diverged"):
+                cells.append("–" if r is None else r.status)
+            elif r.status == "diverged":
+                cells.append("Diverge")
+            else:
+                cells.append(fmt(r.summary["best_valid"][r.metric], r.metric))
+        t.rows.append([key[0], NORM_LABELS.get(key[1], key[1]), f"{sw.preset.get(key, float('nan')):g}", *cells,
+                       sw.choice(key)])
+    t.caption = ("Validation score (the task's metric at each run's selected checkpoint; ↑/↓ as in the other "
+                 "tables) of seed 1 at the preset lr times each factor; the chosen lr is the best of them (ties: "
+                 "the one nearest the preset). Test scores take no part in the choice.")
+    t.notes = [data_sentence(sw.grid)]
+    return t
+
+
+def tuned_table(sw: Sweep) -> Table:
+    t = Table("tuned", "Fixed lr (tuned on LayerNorm) vs each norm's own lr: test score",
+              ["task", "norm", "chosen lr", "fixed lr: mean ± std (n)", "own lr: mean ± std (n)", "own − fixed"])
+    for key in sw.keys():
+        lr, base = sw.chosen(key), sw.preset.get(key)
+        fixed, own = Cell(sw.runs_at(key, base)), Cell(sw.runs_at(key, lr))
+        diff = "–"
+        if fixed.mean is not None and own.mean is not None:
+            sign = 1 if own.runs[0].higher_is_better else -1
+            diff = fmt(sign * (own.mean - fixed.mean), own.metric, signed=True) + (" (better)" if sign * (
+                own.mean - fixed.mean) > 0 else "")
+        t.rows.append([key[0], NORM_LABELS.get(key[1], key[1]), sw.choice(key), fixed.text(),
+                       own.text() if lr else "–", diff])
+    t.caption = ("Test metric of the selected checkpoint, mean ± std over seeds (n = completed runs; diverged runs "
+                 "counted apart). 'own − fixed' is signed so that positive = the norm's own lr is better. The fixed "
+                 "lr is the preset's, tuned once on LayerNorm; the own lr was chosen on seed 1's validation score "
+                 "(lr_grid table), so seed 1 takes part in both the choice and the mean. A choice at the grid's edge "
+                 "means the best lr may lie outside the grid.")
+    t.notes = [data_sentence(sw.grid)]
+    return t
+
+
+def tuned_runs(sw: Sweep) -> list[Run]:
+    return _as_default([r for key in sw.keys() for r in sw.runs_at(key, sw.chosen(key))])
+
+
+def fixed_runs(sw: Sweep) -> list[Run]:
+    return _as_default([r for key in sw.keys() for r in sw.runs_at(key, sw.preset.get(key))])
+
+
+def survives_table(grid: Grid, fixed: list, tuned: list) -> Table:
+    t = Table("survives", "Do the paper's claims survive lr tuning?",
+              ["claim", "task", "fixed lr (Holm)", "fixed diff", "own lr (Holm)", "own diff"])
+    by = {(f.claim.key, f.column): f for f in tuned}
+
+    def diff(f):
+        unit = grid.metric(f.column)[0] if f.claim.measure == "metric" else "loss"
+        return "–" if f is None or f.diff is None else fmt(f.diff, unit, signed=True)
+    for f in fixed:
+        g = by.get((f.claim.key, f.column))
+        t.rows.append([f.claim.text, f.column, f.verdict_holm, diff(f), g.verdict_holm if g else "–", diff(g)])
+    t.caption = ("Each claim's verdict after Holm correction (findings method) with every norm at the preset lr "
+                 "(fixed) and at its own chosen lr; 'diff' = mean difference in the claimed direction (positive = "
+                 "as claimed). Only tasks where both norms of a claim have their lr chosen are compared.")
+    return t
+
+
+def lr_figure(sw: Sweep, out: Path) -> Optional[str]:
+    keys = [k for k in sw.keys() if len(sw.seed1(k)) > 1]
+    tasks = list(dict.fromkeys(k[0] for k in keys))
+    if not tasks:
+        return None
+    cols = min(4, len(tasks))
+    rows = math.ceil(len(tasks) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False, layout="constrained")
+    for ax, task in zip(axes.flat, tasks):
+        for key in [k for k in keys if k[0] == task]:
+            pts = sorted(sw.seed1(key).items())
+            xs = [lr / sw.preset[key] for lr, r in pts if r.status == "completed"]
+            ys = [r.summary["best_valid"][r.metric] for lr, r in pts if r.status == "completed"]
+            ax.plot(xs, ys, marker="o", ms=3, label=NORM_LABELS.get(key[1], key[1]), **norm_style(key[1]))
+            bad = [lr / sw.preset[key] for lr, r in pts if r.status == "diverged"]
+            if bad:
+                ax.plot(bad, [ax.get_ylim()[1]] * len(bad), "x", ms=6, color=norm_style(key[1])["color"])
+        run = next(r for k in keys if k[0] == task for r in sw.seed1(k).values())
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sw.factors, [f"{f:.2g}×" for f in sw.factors])
+        ax.minorticks_off()
+        ax.set_title(f"{task} (valid {run.metric} {'↑' if run.higher_is_better else '↓'})", fontsize=9)
+        ax.set_xlabel("lr / preset lr", fontsize=8)
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[len(tasks):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=6)
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    for ext in ("png", "pdf"):
+        fig.savefig(out / "figures" / f"lr_sensitivity.{ext}", dpi=150)
+    plt.close(fig)
+    return ("Learning-rate sensitivity: seed 1's validation score at its selected checkpoint against the lr as a "
+            "multiple of the preset (log scale), one line per norm; x at the top of a panel = diverged. "
+            + data_sentence(sw.grid))
+
+
+def write_tuned_report(runs: list[Run], out: Path, factors: list[float], figures: bool = True) -> dict:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    sw = Sweep(runs, factors)
+    tables = [lr_grid_table(sw), tuned_table(sw)]
+    fixed_f, tuned_f = findings(Grid(fixed_runs(sw))), findings(Grid(tuned_runs(sw)))
+    if tuned_f:
+        ft = findings_table(Grid(tuned_runs(sw)), tuned_f)
+        ft.key, ft.title = "tuned_findings", "Findings with every norm at its own chosen lr"
+        tables += [ft, survives_table(sw.grid, fixed_f, tuned_f)]
+    paths = [p for t in tables for p in t.write(out)]
+    caption = lr_figure(sw, out) if figures else None
+    parts = ["# normlab tuned comparison", "",
+             "Each norm at its own learning rate (chosen on seed 1's validation score) beside the preset lr "
+             "that was tuned on LayerNorm; see normlab/report/tuned.py for the protocol.", ""]
+    parts += [t.markdown() + "\n" for t in tables]
+    if caption:
+        parts += ["![lr sensitivity](figures/lr_sensitivity.png)", "", f"*{caption}*", ""]
+    atomic_write_bytes(out / "report.md", ("\n".join(parts) + "\n").encode())
+    return {"tables": paths, "sweep": sw, "main": tables[1]}

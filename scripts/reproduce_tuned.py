@@ -1,0 +1,258 @@
+#!/usr/bin/env python
+"""``make reproduce-tuned``: every norm at its own learning rate, then results/<scale>-tuned/.
+
+    python scripts/reproduce_tuned.py --scale mini --tasks rt,sst2 --jobs 2 --budget-min 60
+
+Protocol (normlab/report/tuned.py): per task and norm, seed 1 at the preset lr and at the factors
+of normlab/configs/hparams_search/lr_grid.yaml (five lrs spanning 8x); the lr with the best
+validation score is chosen; then the other seeds at that lr and at the preset lr (the fixed-lr
+comparison). Jobs are scheduled task by task, so a partial grid has whole tasks: a task's
+second-stage jobs go before the next task's first.
+
+Like ``make reproduce-table`` (scripts/reproduce.py) the grid is pinned to one commit
+(normlab.pin): the commit of the copies in <out>/runs, else that of results/<scale>'s fixed-lr
+grid, so both comparisons come from the same code and share their preset-lr runs
+(<root>/<commit[:12]>/<scale>/xu2019/<task>/<norm>/[lr=<v>/]seed<k>). Every job is one
+``normlab-train`` process run from a clean worktree of the commit; each finished run is copied to
+<out>/runs at once, so the copies can be committed while the grid runs, and a later session (on
+any machine) continues from them. --budget-min stops starting jobs after that many minutes.
+Exit status: 0 when the grid is complete, 3 when jobs are left (budget), 1 when a job failed.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import datetime as dt
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import NamedTuple, Optional
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from normlab import pin  # noqa: E402
+from normlab.report import find_runs, load_run  # noqa: E402
+from normlab.report.runs import FINAL, export  # noqa: E402
+from normlab.report.tuned import TUNED_NORMS, planned_lrs, select, write_tuned_report  # noqa: E402
+from normlab.rundir import atomic_write_bytes, write_json  # noqa: E402
+from normlab.tune import load_search  # noqa: E402
+
+ALL_TASKS = "rt,sst2,mnist,iwslt15_en_vi,iwslt14_de_en,enwik8,ptb,imdb"   # cheapest first
+NAME = "xu2019"
+
+
+class Job(NamedTuple):
+    task: str
+    norm: str
+    lr: Optional[float]   # None: the preset lr (the fixed-lr grid's run)
+    seed: int
+
+    def rel(self) -> Path:
+        return Path(self.task) / self.norm / (f"lr={self.lr:g}" if self.lr is not None else "") / f"seed{self.seed}"
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--scale", default="mini")
+    p.add_argument("--tasks", default=ALL_TASKS, help=f"in priority order (default {ALL_TASKS})")
+    p.add_argument("--norms", default=",".join(TUNED_NORMS))
+    p.add_argument("--seeds", default="1,2,3", help="seed 1 chooses the lr; all are trained at it")
+    p.add_argument("--search", default="lr_grid", help="hparams_search preset with the lr factors")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--root", type=Path, default=Path.cwd() / "runs")
+    p.add_argument("--out", type=Path, default=None, help="default ./results/<scale>-tuned")
+    p.add_argument("--commit", default=None, help="train at this commit (default: see above)")
+    p.add_argument("--working-tree", action="store_true",
+                   help="train from this checkout as it is (development and tests; see scripts/reproduce.py)")
+    p.add_argument("--budget-min", type=float, default=None, help="start no job after this many minutes")
+    p.add_argument("--no-train", action="store_true", help="only re-write the report from the copies")
+    p.add_argument("--no-figures", action="store_true")
+    a = p.parse_args(argv)
+    a.tasks, a.norms = a.tasks.split(","), a.norms.split(",")
+    a.seeds = [int(s) for s in a.seeds.split(",")]
+    a.out = (a.out or Path.cwd() / "results" / f"{a.scale}-tuned").resolve()
+    a.factors = [float(f) for f in load_search(a.search)["params"]["task.train.lr"]["factor_choices"]]
+    return a
+
+
+def fixed_grid_commit(a) -> Optional[str]:
+    """The commit of the fixed-lr grid (results/<scale>/reproduce.json), when it was a clean one."""
+    try:
+        rec = json.loads((a.out.parent / a.scale / "reproduce.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return None if rec.get("git_dirty") else rec.get("git_commit")
+
+
+class Grid:
+    def __init__(self, a, code: Optional[Path]):
+        self.a, self.code = a, code
+        self.presets: dict[tuple[str, str], float] = {}
+
+    def run_dir(self, job: Job) -> Path:
+        return self.a.root / self.a.scale / NAME / job.rel()
+
+    def copy_dir(self, job: Job) -> Path:
+        return self.a.out / "runs" / job.rel()
+
+    def final_dir(self, job: Job) -> Optional[Path]:
+        """The copy or run directory holding ``job``'s final summary; None while it is not finished."""
+        for d in (self.copy_dir(job), self.run_dir(job)):
+            try:
+                if json.loads((d / "summary.json").read_text()).get("status") in FINAL:
+                    return d
+            except (OSError, ValueError):
+                continue
+        return None
+
+    def summary(self, job: Job) -> dict:
+        d = self.final_dir(job)
+        return json.loads((d / "summary.json").read_text()) if d else {}
+
+    def final_run(self, job: Job):
+        return load_run(self.final_dir(job))
+
+    def preset(self, task: str, norm: str) -> Optional[float]:
+        """The preset lr, read from the preset-lr run's config (so it is the pinned commit's)."""
+        if (task, norm) not in self.presets:
+            for d in (self.copy_dir(Job(task, norm, None, 1)), self.run_dir(Job(task, norm, None, 1))):
+                if (d / "config.yaml").exists():
+                    self.presets[(task, norm)] = float(load_run(d).config["task"]["train"]["lr"])
+                    break
+        return self.presets.get((task, norm))
+
+    def plan(self) -> list[Job]:
+        """Every job whose prerequisites are met and that is not finished, in priority order."""
+        out = []
+        for task in self.a.tasks:
+            for norm in self.a.norms:
+                first = Job(task, norm, None, 1)
+                base = self.preset(task, norm)
+                if base is None or not self.summary(first):
+                    out.append(first)   # the preset-lr run tells the grid its lr
+                    continue
+                lrs = planned_lrs(base, self.a.factors)
+                stage1 = [Job(task, norm, None if lr == base else lr, 1) for lr in lrs]
+                todo = [j for j in stage1 if not self.summary(j)]
+                if todo:
+                    out += todo
+                    continue
+                best = select({lr: self.final_run(j) for lr, j in zip(lrs, stage1)}, base)
+                for seed in self.a.seeds[1:]:
+                    for lr in dict.fromkeys([None, None if best in (None, base) else best]):
+                        if not self.summary(job := Job(task, norm, lr, seed)):
+                            out.append(job)
+        return out
+
+    def command(self, job: Job) -> list[str]:
+        threads = max(1, (os.cpu_count() or 1) // max(1, self.a.jobs))
+        cmd = [sys.executable, "-m", "normlab.train", f"task={job.task}", f"norm={job.norm}", f"seed={job.seed}",
+               f"scale={self.a.scale}", f"name={NAME}", f"paths.root={self.a.root}", f"threads={threads}",
+               "progress=false", f"hydra.run.dir='{self.run_dir(job)}'"]
+        return cmd + ([f"task.train.lr={job.lr:g}"] if job.lr is not None else [])
+
+    def train(self, job: Job) -> int:
+        log = self.a.root / "logs" / (str(job.rel()).replace("/", "_") + ".log")
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "ab") as f:
+            return subprocess.run(self.command(job), cwd=self.code, env=pin.environ(self.code), stdout=f,
+                                  stderr=subprocess.STDOUT).returncode
+
+    def copy(self, job: Job) -> None:
+        src, dst = self.run_dir(job), self.copy_dir(job)
+        if (src / "summary.json").exists() and (not (dst / "summary.json").exists()
+                                                or (dst / "summary.json").read_bytes() != (src / "summary.json").read_bytes()):
+            export(load_run(src), dst)
+
+
+def train_all(a, g: Grid, start: float) -> tuple[int, int, bool]:
+    """Run the plan to its end (or the budget's); returns (trained, failed, stopped by budget)."""
+    running: dict[cf.Future, Job] = {}
+    failed: set[Job] = set()
+    trained, stopped = 0, False
+    with cf.ThreadPoolExecutor(a.jobs) as pool:
+        while True:
+            over = a.budget_min is not None and time.time() - start > 60 * a.budget_min
+            ready = [j for j in g.plan() if j not in running.values() and j not in failed]
+            stopped = stopped or (over and bool(ready))
+            while ready and len(running) < a.jobs and not over:
+                job = ready.pop(0)
+                print(f"[tuned] start {job.rel()}" + (f" (lr={job.lr:g})" if job.lr else " (preset lr)"), flush=True)
+                running[pool.submit(g.train, job)] = job
+            if not running:
+                return trained, len(failed), stopped
+            done, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
+            for fut in done:
+                job, rc = running.pop(fut), fut.result()
+                g.copy(job)
+                status = g.summary(job).get("status", f"exit {rc}")
+                trained += 1
+                if job.seed == 1 or status not in ("completed",):
+                    s = g.summary(job)
+                    print(f"[tuned] {job.rel()}: {status}"
+                          + (f", valid {s['best_valid'].get(s['metric'])}" if s.get("best_valid") else ""), flush=True)
+                if status not in FINAL:
+                    failed.add(job)   # not retried in this session: its log says why
+
+
+def main(argv=None) -> int:
+    a = parse(argv)
+    start, started = time.time(), dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    try:
+        commit, code, dirty = pin.resolve(a.out / "runs", a.commit, a.working_tree, fallback=fixed_grid_commit(a))
+        code = code or (None if a.no_train else pin.checkout(commit))
+    except pin.PinError as e:
+        print(f"[tuned] error: {e}", file=sys.stderr)
+        return 2
+    a.root = pin.root_for(a.root.resolve(), commit, dirty)
+    g = Grid(a, code)
+    print(f"[tuned] scale={a.scale} tasks={','.join(a.tasks)} norms={','.join(a.norms)} at commit {commit[:12]}; "
+          f"lr factors {', '.join(f'{f:g}' for f in sorted({1.0, *a.factors}))}", flush=True)
+    trained = n_failed = 0
+    stopped = False
+    if not a.no_train:
+        trained, n_failed, stopped = train_all(a, g, start)
+    runs = find_runs([a.out / "runs"]) if (a.out / "runs").exists() else []
+    written = write_tuned_report(runs, a.out, a.factors, figures=not a.no_figures) if runs else None
+    left = len(g.plan())
+    rec_path = a.out / "reproduce.json"
+    old = json.loads(rec_path.read_text()) if rec_path.exists() else {}
+    session = {"command": shlex.join(["python", "scripts/reproduce_tuned.py", *(sys.argv[1:] if argv is None else argv)]),
+               "started_utc": started, "wall_time_s": round(time.time() - start, 1), "trained": trained,
+               "failed": n_failed, "machine": pin.machine(), "data_dir": os.environ.get("NORMLAB_DATA")}
+    status: dict = {}
+    for r in runs:
+        status[r.status] = status.get(r.status, 0) + 1
+    record = {"make": f"make reproduce-tuned SCALE={a.scale}", "git_commit": commit, "git_dirty": dirty,
+              "run_git_commits": {c: sum(1 for r in runs if r.summary.get("git_commit") == c)
+                                  for c in sorted({str(r.summary.get("git_commit")) for r in runs})},
+              "report": {"git_commit": pin.head(), "git_dirty": pin.dirty(),
+                         "utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")},
+              "grid": {"scale": a.scale, "tasks": a.tasks, "norms": a.norms, "seeds": a.seeds, "factors": a.factors},
+              "runs": status, "jobs_left": left,
+              "runs_wall_time_s": round(sum(r.summary.get("wall_time_s", 0.0) for r in runs), 1),
+              "sessions": [*(old.get("sessions") or [] if old.get("git_commit") == commit else []), session]}
+    write_json(rec_path, record)
+    if written:
+        hours = record["runs_wall_time_s"] / 3600
+        head = [f"# Tuned comparison: scale {a.scale}", "",
+                f"- Command: `{record['make']}` (continues from the copies in runs/); runs trained at git commit "
+                f"`{commit}` ({'uncommitted changes, --working-tree' if dirty else 'clean checkout'}); tables written at `{record['report']['git_commit']}`",
+                f"- Runs: {', '.join(f'{v} {k}' for k, v in sorted(status.items()))}; jobs still to run: {left}; "
+                f"sum of the runs' own wall times {hours:.2f} h over {len(record['sessions'])} session(s)", ""]
+        body = (a.out / "report.md").read_text().split("\n", 1)[1]
+        atomic_write_bytes(a.out / "README.md", ("\n".join(head) + body).encode())
+        print(written["main"].markdown())
+    print(f"[tuned] {trained} trained this session, {n_failed} failed; {len(runs)} run copies; {left} jobs left"
+          + (" (budget reached)" if stopped else ""))
+    return 1 if n_failed else (3 if left else 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""The tuned comparison (make reproduce-tuned): each norm's own lr chosen on validation, then seeds."""
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from helpers import REPO, TEST_CACHE
+from normlab.report.runs import Run
+from normlab.report.tuned import planned_lrs, select
+
+
+def run(summary: dict) -> Run:
+    return Run(REPO, {}, {"metric": "acc", "higher_is_better": True, **summary})
+
+
+def test_select_takes_the_best_validation_score_and_breaks_ties_toward_the_preset():
+    ok = lambda v: run({"status": "completed", "best_valid": {"acc": v}})  # noqa: E731
+    assert select({0.5: ok(70.0), 1.0: ok(71.0), 2.0: ok(72.0)}, 1.0) == 2.0
+    assert select({0.5: ok(72.0), 1.0: ok(71.0), 2.0: ok(72.0), 4.0: ok(72.0)}, 1.0) in (0.5, 2.0)
+    assert select({0.25: ok(72.0), 1.0: ok(72.0), 4.0: ok(72.0)}, 1.0) == 1.0
+    # a diverged run is worse than any completed one; all diverged: no choice
+    assert select({1.0: ok(10.0), 2.0: run({"status": "diverged"})}, 1.0) == 1.0
+    assert select({1.0: run({"status": "diverged"}), 2.0: run({"status": "failed"})}, 1.0) is None
+    # lower-is-better metrics (losses, bpc) are chosen by their minimum
+    loss = lambda v: Run(REPO, {}, {"metric": "loss", "higher_is_better": False, "status": "completed",  # noqa: E731
+                                    "best_valid": {"loss": v}})
+    assert select({1.0: loss(5.0), 2.0: loss(4.0)}, 1.0) == 2.0
+
+
+def test_the_grid_spans_8x_around_the_preset_with_readable_values():
+    lrs = planned_lrs(0.002, [0.35355, 0.70711, 1.41421, 2.82843])
+    assert lrs == [0.000707, 0.00141, 0.002, 0.00283, 0.00566] and lrs[-1] / lrs[0] > 7.9
+
+
+def tuned(args, cwd, data_dir):
+    env = {**os.environ, "NORMLAB_DATA": str(data_dir), "NORMLAB_CACHE": str(TEST_CACHE)}
+    return subprocess.run([sys.executable, str(REPO / "scripts" / "reproduce_tuned.py"), *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=900)
+
+
+def test_tuned_comparison_end_to_end_and_continued_from_copies(tmp_path, data_dir):
+    args = ["--scale", "smoke", "--tasks", "synthetic_cls", "--norms", "layernorm,layernorm_simple", "--seeds",
+            "1,2", "--jobs", "2", "--root", str(tmp_path / "runs"), "--working-tree"]
+    stopped = tuned(args + ["--budget-min", "0", "--no-figures"], tmp_path, data_dir)
+    assert stopped.returncode == 3 and "2 jobs left (budget reached)" in stopped.stdout, stopped.stdout + stopped.stderr
+    out = tuned(args, tmp_path, data_dir)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    res = tmp_path / "results" / "smoke-tuned"
+    copies = res / "runs" / "synthetic_cls"
+    rows = {(r[0], r[1]): r for r in csv.reader((res / "lr_grid.csv").read_text().splitlines())}
+    for norm, label in (("layernorm", "LayerNorm"), ("layernorm_simple", "LayerNorm-simple")):
+        vals = {d: json.loads((d / "summary.json").read_text())["best_valid"]["acc"]
+                for d in (copies / norm).rglob("seed1")}
+        assert len(vals) == 5   # the preset lr and four factors, seed 1
+        row = rows[("synthetic_cls", label)]
+        chosen, preset = float(row[8].split()[0]), float(row[2])
+        chosen_dir = copies / norm / ("seed1" if chosen == preset else f"lr={chosen:g}/seed1")
+        assert vals[chosen_dir] == max(vals.values())   # the best validation score was chosen
+        # the other seed at the chosen lr, and at the preset lr (the fixed-lr comparison)
+        assert (chosen_dir.parent / "seed2" / "summary.json").exists()
+        assert (copies / norm / "seed2" / "summary.json").exists()
+    table = {(r[0], r[1]): r for r in csv.reader((res / "tuned.csv").read_text().splitlines())}
+    assert table[("synthetic_cls", "LayerNorm")][4].endswith("(2)")   # own lr: 2 seeds
+    assert (res / "figures" / "lr_sensitivity.png").read_bytes()[:4] == b"\x89PNG"
+    rec = json.loads((res / "reproduce.json").read_text())
+    assert rec["jobs_left"] == 0 and rec["runs"] == {"completed": 14}
+    assert [s["trained"] for s in rec["sessions"]] == [0, 14]
+
+    # a fresh machine: the copies alone give the same tables, and nothing is trained again
+    before = {p.name: p.read_bytes() for p in res.glob("*.csv")}
+    shutil.rmtree(tmp_path / "runs")
+    again = tuned(args, tmp_path, data_dir)
+    assert again.returncode == 0 and "0 trained this session" in again.stdout, again.stdout[-2000:]
+    assert {p.name: p.read_bytes() for p in res.glob("*.csv")} == before
