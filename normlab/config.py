@@ -191,8 +191,15 @@ def load_job(cfg: DictConfig, overrides: Optional[list[str]] = None) -> Job:
 RUNTIME_KEYS = ("paths", "logger", "device", "progress", "threads", "compile")
 
 
+# Keys added after runs were already on disk, with the value that does what the code did before
+# them: a run directory written without such a key is the same experiment when the job sets it to
+# that value, so upgrading normlab does not refuse to resume (or skip) older runs.
+ADDED_KEYS = {"precision": "fp32", "task.train.update_freq": 1}
+_MISSING = object()
+
+
 def same_experiment(a: dict, b: dict) -> list[str]:
-    """Dotted keys whose values differ, ignoring runtime-only keys."""
+    """Dotted keys whose values differ, ignoring runtime-only keys; ``a`` is the config on disk."""
     diffs = []
 
     def walk(x, y, prefix):
@@ -200,8 +207,10 @@ def same_experiment(a: dict, b: dict) -> list[str]:
             for k in sorted(set(x) | set(y)):
                 if not prefix and k in RUNTIME_KEYS:
                     continue
-                walk(x.get(k), y.get(k), f"{prefix}{k}.")
-        elif x != y:
+                walk(x.get(k, _MISSING), y.get(k, _MISSING), f"{prefix}{k}.")
+        elif x is _MISSING and ADDED_KEYS.get(prefix.rstrip("."), _MISSING) == y:
+            return
+        elif (None if x is _MISSING else x) != (None if y is _MISSING else y):
             diffs.append(prefix.rstrip("."))
     walk(a, b, "")
     return diffs

@@ -166,3 +166,16 @@ def test_no_unsafe_deserialisation_in_normlab():
         for bad in ("import pickle", "pickle.load", "import marshal", "import dill", "yaml.load(", "yaml.unsafe_load",
                     "yaml.full_load", "_object_list(", "all_gather_object(", "Loader=yaml.Loader"):
             assert bad not in src, f"{path}: {bad}"
+
+
+def test_a_run_written_before_a_key_existed_is_the_same_experiment_at_the_old_behaviour():
+    from normlab.config import same_experiment
+    old = {"seed": 1, "task": {"name": "rt", "train": {"lr": 0.002}}}
+    new = {"seed": 1, "precision": "fp32", "task": {"name": "rt", "train": {"lr": 0.002, "update_freq": 1}}}
+    assert same_experiment(old, new) == []
+    # a new value of an added key is another experiment; so is any other key the old run lacks
+    assert same_experiment(old, {**new, "precision": "bf16"}) == ["precision"]
+    assert same_experiment(old, {**new, "task": {"name": "rt", "train": {"lr": 0.002, "update_freq": 2}}}) == \
+        ["task.train.update_freq"]
+    assert same_experiment(old, {**new, "extra": 3}) == ["extra"]
+    assert same_experiment(new, old) == ["precision", "task.train.update_freq"]   # a key the job no longer has
