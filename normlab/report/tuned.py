@@ -177,7 +177,9 @@ def survives_table(grid: Grid, fixed: list, tuned: list) -> Table:
         t.rows.append([f.claim.text, f.column, f.verdict_holm, diff(f), g.verdict_holm if g else "–", diff(g)])
     t.caption = ("Each claim's verdict after Holm correction (findings method) with every norm at the preset lr "
                  "(fixed) and at its own chosen lr; 'diff' = mean difference in the claimed direction (positive = "
-                 "as claimed). Only tasks where both norms of a claim have their lr chosen are compared.")
+                 "as claimed). The Holm family of each column is that column's own findings table, so the two "
+                 "columns correct over different numbers of tests while the grid is incomplete; '–' = the own-lr runs "
+                 "of one of the two norms are not in yet.")
     return t
 
 
