@@ -13,7 +13,7 @@ NORM ?= layernorm
 SEED ?= 1
 export NORMLAB_DATA ?= $(abspath ../shared/data)
 
-.PHONY: help install demo test test-slow train sweep reproduce-table reproduce-tuned bench clean fairseq-env test-fairseq compare-fairseq
+.PHONY: help install demo test test-slow train sweep reproduce-table reproduce-tuned gpu-wheels bench clean fairseq-env test-fairseq compare-fairseq
 
 help:  ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -54,6 +54,14 @@ reproduce-table: $(PY)  ## the paper's tables/figures: make reproduce-table [SCA
 reproduce-tuned: $(PY)  ## each norm at its own lr: make reproduce-tuned [SCALE=mini] [TUNED_TASKS=rt,sst2] [BUDGET_MIN=60]
 	$(PY) scripts/reproduce_tuned.py --scale $(SCALE) --jobs $(JOBS) $(if $(TUNED_TASKS),--tasks $(TUNED_TASKS)) \
 	  $(if $(BUDGET_MIN),--budget-min $(BUDGET_MIN))
+
+# The GPU machine of the device tool has no network and lacks these pure-Python packages.
+gpu-wheels: $(PY)  ## .whl/: hydra-core, omegaconf, antlr4, sacremoses for scripts/gpu_check.sh on a GPU machine
+	mkdir -p .whl
+	grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude
+	$(PY) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+	  --platform manylinux2014_x86_64 -d .whl -c constraints.txt hydra-core omegaconf sacremoses
+	$(PY) -m pip wheel -q --no-deps -c constraints.txt antlr4-python3-runtime -w .whl  # sdist only on PyPI
 
 bench: $(PY)  ## norm-layer, training-step and data-cache benchmarks (ratios)
 	$(PY) scripts/bench_norms.py
