@@ -127,28 +127,30 @@ class Grid:
                     break
         return self.presets.get((task, norm))
 
-    def plan(self) -> list[Job]:
-        """Every job whose prerequisites are met and that is not finished, in priority order."""
+    def jobs(self) -> list[Job]:
+        """Every job of the grid that can be named yet (the later stages need the earlier ones'
+        results), finished or not, in priority order."""
         out = []
         for task in self.a.tasks:
             for norm in self.a.norms:
                 first = Job(task, norm, None, 1)
+                out.append(first)
                 base = self.preset(task, norm)
                 if base is None or not self.summary(first):
-                    out.append(first)   # the preset-lr run tells the grid its lr
-                    continue
+                    continue   # the preset-lr run tells the grid its lr
                 lrs = planned_lrs(base, self.a.factors)
                 stage1 = [Job(task, norm, None if lr == base else lr, 1) for lr in lrs]
-                todo = [j for j in stage1 if not self.summary(j)]
-                if todo:
-                    out += todo
+                out += [j for j in stage1 if j != first]
+                if any(not self.summary(j) for j in stage1):
                     continue
                 best = select({lr: self.final_run(j) for lr, j in zip(lrs, stage1)}, base)
                 for seed in self.a.seeds[1:]:
-                    for lr in dict.fromkeys([None, None if best in (None, base) else best]):
-                        if not self.summary(job := Job(task, norm, lr, seed)):
-                            out.append(job)
-        return out
+                    out += [Job(task, norm, lr, seed) for lr in dict.fromkeys([None, None if best in (None, base) else best])]
+        return list(dict.fromkeys(out))
+
+    def plan(self) -> list[Job]:
+        """Every job whose prerequisites are met and that is not finished, in priority order."""
+        return [j for j in self.jobs() if not self.summary(j)]
 
     def command(self, job: Job) -> list[str]:
         threads = max(1, (os.cpu_count() or 1) // max(1, self.a.jobs))
@@ -187,6 +189,8 @@ def train_all(a, g: Grid, start: float) -> tuple[int, int, bool]:
                 running[pool.submit(g.train, job)] = job
             if not running:
                 return trained, len(failed), stopped
+            for job in g.jobs():   # finished elsewhere (the fixed-lr grid), or copies to refresh
+                g.copy(job)
             done, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
             for fut in done:
                 job, rc = running.pop(fut), fut.result()
@@ -218,6 +222,8 @@ def main(argv=None) -> int:
     stopped = False
     if not a.no_train:
         trained, n_failed, stopped = train_all(a, g, start)
+    for job in g.jobs():   # runs another grid trained (the fixed-lr grid's preset-lr runs) too
+        g.copy(job)
     runs = find_runs([a.out / "runs"]) if (a.out / "runs").exists() else []
     written = write_tuned_report(runs, a.out, a.factors, figures=not a.no_figures) if runs else None
     left = len(g.plan())
