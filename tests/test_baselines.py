@@ -60,13 +60,13 @@ def test_enwik8_baselines_against_the_file(data_dir, tmp_path):
 
     def bpc(ys):
         return -sum(math.log2((counts[y] + 1) / (a + 256)) for y in ys) / len(ys)
-    full = _cfg("enwik8", tmp_path, "task.data.train_bytes=0")    # all train bytes, as results/mini ran
+    full = _cfg("enwik8", tmp_path, "task.data.train_bytes=0")    # all train bytes, as the pre-issue-13 results/mini ran
     res = baselines("enwik8", full, data_dir, tmp_path / "cache")
     uni = res["rows"]["unigram (add-one, fitted on train)"]
     assert res["sizes"] == {"train": a, "valid": b - a, "test": n - b} == {"train": 963_945, "valid": 53_553,
                                                                          "test": 53_553}
     assert uni["test"] == pytest.approx(bpc(test), abs=1e-9) and uni["valid"] == pytest.approx(bpc(raw[a:b]))
-    assert round(uni["test"], 3) == 5.570            # the level AdaNorm and DyT sit at in results/mini
+    assert round(uni["test"], 3) == 5.570            # the level AdaNorm and DyT sat at in those runs
     big = res["rows"]["bigram (add-one, fitted on train)"]
     assert big["test"] < uni["test"]
     # cached: a second call reads the JSON (same numbers) without touching the pipeline
