@@ -35,12 +35,23 @@ def lr_of(run: Run) -> Optional[float]:
     return ((run.config.get("task") or {}).get("train") or {}).get("lr")
 
 
+def criterion(run: Run) -> tuple[str, Optional[float], bool]:
+    """(name, value, higher is better) of what selected the run's checkpoint on validation: the
+    task's metric, or the loss for tasks that select on it (IWSLT14/15, PTB: their test metric,
+    BLEU or UAS, is not computed on validation)."""
+    bv = run.summary.get("best_valid") or {}
+    if run.metric in bv:
+        return run.metric, bv[run.metric], run.higher_is_better
+    score = run.summary.get("best_valid_score")
+    return "loss", None if score is None else -float(score), False
+
+
 def objective(run: Run) -> float:
-    """The selected checkpoint's validation score, higher = better; -inf unless completed."""
-    v = (run.summary.get("best_valid") or {}).get(run.metric)
+    """The selected checkpoint's validation criterion, higher = better; -inf unless completed."""
+    _, v, higher = criterion(run)
     if run.status != "completed" or v is None or not math.isfinite(v):
         return -math.inf
-    return float(v) if run.higher_is_better else -float(v)
+    return float(v) if higher else -float(v)
 
 
 def planned_lrs(preset: float, factors: list[float]) -> list[float]:
@@ -124,11 +135,12 @@ def lr_grid_table(sw: Sweep) -> Table:
             elif r.status == "diverged":
                 cells.append("Diverge")
             else:
-                cells.append(fmt(r.summary["best_valid"][r.metric], r.metric))
+                name, v, _ = criterion(r)
+                cells.append("–" if v is None else fmt(v, name) + ("" if name == r.metric else f" {name}"))
         t.rows.append([key[0], NORM_LABELS.get(key[1], key[1]), f"{sw.preset.get(key, float('nan')):g}", *cells,
                        sw.choice(key)])
-    t.caption = ("Validation score (the task's metric at each run's selected checkpoint; ↑/↓ as in the other "
-                 "tables) of seed 1 at the preset lr times each factor; the chosen lr is the best of them (ties: "
+    t.caption = ("Validation score (what selected each run's checkpoint: the task's metric, ↑/↓ as in the other "
+                 "tables, or the validation loss, marked 'loss', for the tasks that select on it) of seed 1 at the preset lr times each factor; the chosen lr is the best of them (ties: "
                  "the one nearest the preset). Test scores take no part in the choice.")
     t.notes = [data_sentence(sw.grid)]
     return t
@@ -161,7 +173,10 @@ def tuned_runs(sw: Sweep) -> list[Run]:
 
 
 def fixed_runs(sw: Sweep) -> list[Run]:
-    return _as_default([r for key in sw.keys() for r in sw.runs_at(key, sw.preset.get(key))])
+    """The preset-lr runs of the (task, norm) pairs whose own lr is chosen: the two comparisons
+    cover the same pairs while the grid is incomplete."""
+    return _as_default([r for key in sw.keys() if sw.chosen(key) is not None
+                        for r in sw.runs_at(key, sw.preset.get(key))])
 
 
 def survives_table(grid: Grid, fixed: list, tuned: list) -> Table:
@@ -170,8 +185,9 @@ def survives_table(grid: Grid, fixed: list, tuned: list) -> Table:
     by = {(f.claim.key, f.column): f for f in tuned}
 
     def diff(f):
-        unit = grid.metric(f.column)[0] if f.claim.measure == "metric" else "loss"
-        return "–" if f is None or f.diff is None else fmt(f.diff, unit, signed=True)
+        if f is None or f.diff is None:
+            return "–"
+        return fmt(f.diff, grid.metric(f.column)[0] if f.claim.measure == "metric" else "loss", signed=True)
     for f in fixed:
         g = by.get((f.claim.key, f.column))
         t.rows.append([f.claim.text, f.column, f.verdict_holm, diff(f), g.verdict_holm if g else "–", diff(g)])
@@ -184,7 +200,7 @@ def survives_table(grid: Grid, fixed: list, tuned: list) -> Table:
 
 
 def lr_figure(sw: Sweep, out: Path) -> Optional[str]:
-    keys = [k for k in sw.keys() if len(sw.seed1(k)) > 1]
+    keys = [k for k in sw.keys() if len(sw.seed1(k)) > 1 and k in sw.preset]   # x is lr / preset lr
     tasks = list(dict.fromkeys(k[0] for k in keys))
     if not tasks:
         return None
@@ -194,17 +210,18 @@ def lr_figure(sw: Sweep, out: Path) -> Optional[str]:
     for ax, task in zip(axes.flat, tasks):
         for key in [k for k in keys if k[0] == task]:
             pts = sorted(sw.seed1(key).items())
-            xs = [lr / sw.preset[key] for lr, r in pts if r.status == "completed"]
-            ys = [r.summary["best_valid"][r.metric] for lr, r in pts if r.status == "completed"]
+            done = [(lr, criterion(r)[1]) for lr, r in pts if r.status == "completed"]
+            xs = [lr / sw.preset[key] for lr, v in done if v is not None]
+            ys = [v for _, v in done if v is not None]
             ax.plot(xs, ys, marker="o", ms=3, label=NORM_LABELS.get(key[1], key[1]), **norm_style(key[1]))
             bad = [lr / sw.preset[key] for lr, r in pts if r.status == "diverged"]
             if bad:
                 ax.plot(bad, [ax.get_ylim()[1]] * len(bad), "x", ms=6, color=norm_style(key[1])["color"])
-        run = next(r for k in keys if k[0] == task for r in sw.seed1(k).values())
+        name, _, higher = criterion(next(r for k in keys if k[0] == task for r in sw.seed1(k).values()))
         ax.set_xscale("log", base=2)
         ax.set_xticks(sw.factors, [f"{f:.2g}×" for f in sw.factors])
         ax.minorticks_off()
-        ax.set_title(f"{task} (valid {run.metric} {'↑' if run.higher_is_better else '↓'})", fontsize=9)
+        ax.set_title(f"{task} (valid {name} {'↑' if higher else '↓'})", fontsize=9)
         ax.set_xlabel("lr / preset lr", fontsize=8)
         ax.tick_params(labelsize=7)
     for ax in list(axes.flat)[len(tasks):]:
