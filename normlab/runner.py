@@ -138,8 +138,18 @@ def objective(summary: dict) -> float:
     """What a search engine optimises: the selected checkpoint's validation metric, in the task's
     direction (summary["higher_is_better"]); NaN for a run that did not complete, which Optuna
     counts as a failed trial."""
+    if summary.get("status") != "completed":
+        return float("nan")
     value = (summary.get("best_valid") or {}).get(summary.get("metric"))
-    return float(value) if summary.get("status") == "completed" and value is not None else float("nan")
+    if value is not None:
+        return float(value)
+    # Tasks that select on the validation loss (IWSLT, PTB) compute no BLEU/UAS on validation:
+    # best_valid_score is the selection criterion, higher = better (-loss), turned to the
+    # metric's direction that the search optimises.
+    score = summary.get("best_valid_score")
+    if score is None:
+        return float("nan")
+    return float(score) if summary.get("higher_is_better", True) else -float(score)
 
 
 def short_setting(job: Job) -> dict:

@@ -1,6 +1,7 @@
 """Sweeps over any key: one run directory per setting, skip on re-run, a point whose config cannot
 be composed fails alone, one process per run directory, and an Optuna search that resumes."""
 import json
+import math
 import re
 import os
 import signal
@@ -125,3 +126,15 @@ def test_optuna_search_is_killed_then_resumes(tmp_path):
     assert "stale (killed; re-queued)" in table and table.count("| complete |") == 6 and "Best: trial" in table
     best = max(complete, key=lambda t: t.value)
     assert json.loads(table.split("higher is better), ")[1]) == best.user_attrs["used"]
+
+
+def test_the_objective_of_a_task_that_selects_on_the_loss_is_its_validation_loss():
+    from normlab.runner import objective
+    # IWSLT/PTB: BLEU/UAS is not computed on validation; the checkpoint was chosen on the loss
+    iwslt = {"status": "completed", "metric": "bleu", "higher_is_better": True,
+             "best_valid": {"loss": 5.1}, "best_valid_score": -5.1}
+    assert objective(iwslt) == -5.1   # maximised: the lower loss wins
+    assert objective({**iwslt, "best_valid": {"loss": 4.9}, "best_valid_score": -4.9}) > objective(iwslt)
+    rt = {"status": "completed", "metric": "acc", "higher_is_better": True, "best_valid": {"acc": 77.5}}
+    assert objective(rt) == 77.5
+    assert math.isnan(objective({**rt, "status": "diverged"}))
