@@ -43,9 +43,9 @@ sys.path.insert(0, str(REPO))
 from normlab import pin  # noqa: E402
 from normlab.integrations.wandb_results import log_results, wandb_options  # noqa: E402
 from normlab.progress import RunProgress, watch  # noqa: E402
-from normlab.report import find_runs, load_run, write_report  # noqa: E402
+from normlab.report import find_runs, write_report  # noqa: E402
 from normlab.report.paper_tables import TABLES  # noqa: E402
-from normlab.report.runs import FINAL, export  # noqa: E402
+from normlab.report.runs import FINAL, export_if_changed  # noqa: E402
 from normlab.rundir import atomic_write_bytes, write_json  # noqa: E402
 
 ALL_TASKS = "iwslt14_de_en,iwslt15_en_vi,enwik8,imdb,rt,sst2,mnist,ptb"
@@ -237,10 +237,7 @@ def restore_copies(a, cells) -> int:
 def copy_finished(a, cells) -> None:
     """A compact copy (runs.export) of every finished run whose copy is missing or out of date."""
     for c in cells:
-        src, dst = run_dir(a, *c), copy_dir(a, *c)
-        if is_final(src) and (not (dst / "summary.json").exists()
-                              or (dst / "summary.json").read_bytes() != (src / "summary.json").read_bytes()):
-            export(load_run(src), dst)
+        export_if_changed(run_dir(a, *c), copy_dir(a, *c))
 
 
 def _old_record(out: Path) -> dict:

@@ -37,7 +37,7 @@ sys.path.insert(0, str(REPO))
 
 from normlab import pin  # noqa: E402
 from normlab.report import find_runs, load_run  # noqa: E402
-from normlab.report.runs import FINAL, export  # noqa: E402
+from normlab.report.runs import FINAL, export_if_changed  # noqa: E402
 from normlab.report.tuned import TUNED_NORMS, planned_lrs, select, write_tuned_report  # noqa: E402
 from normlab.rundir import atomic_write_bytes, write_json  # noqa: E402
 from normlab.tune import load_search  # noqa: E402
@@ -167,10 +167,7 @@ class Grid:
                                   stderr=subprocess.STDOUT).returncode
 
     def copy(self, job: Job) -> None:
-        src, dst = self.run_dir(job), self.copy_dir(job)
-        if (src / "summary.json").exists() and (not (dst / "summary.json").exists()
-                                                or (dst / "summary.json").read_bytes() != (src / "summary.json").read_bytes()):
-            export(load_run(src), dst)
+        export_if_changed(self.run_dir(job), self.copy_dir(job))
 
 
 def train_all(a, g: Grid, start: float) -> tuple[int, int, bool]:

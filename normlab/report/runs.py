@@ -170,3 +170,17 @@ def export(run: Run, dest: Path) -> None:
         rec = {k: _round(v) for k, v in rec.items() if not PER_LAYER_GRAD.match(k)}
         lines.append(json.dumps(rec) + "\n")
     atomic_write_bytes(dest / "curves.jsonl", "".join(lines).encode())
+
+
+def export_if_changed(src: Path, dest: Path) -> bool:
+    """``export`` a finished run whose copy in ``dest`` is missing or has another summary; True if copied."""
+    src, dest = Path(src), Path(dest)
+    try:
+        if json.loads((src / "summary.json").read_text()).get("status") not in FINAL:
+            return False
+    except (OSError, ValueError):
+        return False
+    if (dest / "summary.json").exists() and (dest / "summary.json").read_bytes() == (src / "summary.json").read_bytes():
+        return False
+    export(load_run(src), dest)
+    return True
