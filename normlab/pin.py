@@ -125,8 +125,12 @@ def checkout(commit: str) -> Path:
 
 def environ(code: Path) -> dict:
     """The environment of a job run from ``code``: its normlab and hydra_plugins come first on the
-    path (the venv's editable install points at the main checkout)."""
+    path (the venv's editable install points at the main checkout). Jobs run inside the worktree,
+    so the config's default data folder (``<cwd>/data``) would point into it: the caller's own
+    default is passed on instead. The cache stays per worktree, since its format may differ
+    between commits."""
     env = dict(os.environ)
+    env.setdefault("NORMLAB_DATA", str(Path.cwd() / "data"))
     env["PYTHONPATH"] = os.pathsep.join([str(code), *filter(None, [env.get("PYTHONPATH")])])
     return env
 

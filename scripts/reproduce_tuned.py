@@ -44,6 +44,7 @@ from normlab.tune import load_search  # noqa: E402
 
 ALL_TASKS = "rt,sst2,mnist,iwslt15_en_vi,iwslt14_de_en,enwik8,ptb,imdb"   # cheapest first
 NAME = "xu2019"
+FAIL_FAST = 3   # a session whose first jobs all fail (no data, a broken checkout) stops instead of trying every job
 
 
 class Job(NamedTuple):
@@ -159,8 +160,11 @@ class Grid:
                "progress=false", f"hydra.run.dir='{self.run_dir(job)}'"]
         return cmd + ([f"task.train.lr={job.lr:g}"] if job.lr is not None else [])
 
+    def log(self, job: Job) -> Path:
+        return self.a.root / "logs" / (str(job.rel()).replace("/", "_") + ".log")
+
     def train(self, job: Job) -> int:
-        log = self.a.root / "logs" / (str(job.rel()).replace("/", "_") + ".log")
+        log = self.log(job)
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "ab") as f:
             return subprocess.run(self.command(job), cwd=self.code, env=pin.environ(self.code), stdout=f,
@@ -200,6 +204,13 @@ def train_all(a, g: Grid, start: float) -> tuple[int, int, bool]:
                           + (f", valid {s['best_valid'].get(s['metric'])}" if s.get("best_valid") else ""), flush=True)
                 if status not in FINAL:
                     failed.add(job)   # not retried in this session: its log says why
+                    if len(failed) >= FAIL_FAST and len(failed) == trained:
+                        print(f"[tuned] error: the first {trained} jobs of this session all failed; not starting "
+                              f"more. The last one's log: {g.log(job)}", file=sys.stderr, flush=True)
+                        for fut in running:
+                            fut.cancel()
+                        cf.wait(running)
+                        return trained, len(failed), stopped
 
 
 def main(argv=None) -> int:

@@ -48,3 +48,16 @@ def test_copies_from_uncommitted_code_are_not_continued_as_a_commit(tmp_path, da
     (d / "summary.json").write_text(json.dumps({"status": "completed", "git_commit": head(), "git_dirty": True}))
     out = reproduce(GRID + ["--root", str(tmp_path / "runs")], tmp_path, data_dir)
     assert out.returncode == 2 and "uncommitted code" in out.stderr
+
+
+def test_jobs_run_in_the_worktree_read_the_callers_data_folder(tmp_path, monkeypatch):
+    """A job's cwd is the worktree, where the config's default ``<cwd>/data`` does not exist: the
+    caller's default is handed on, and an explicit NORMLAB_DATA is left as it is."""
+    from normlab import pin
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NORMLAB_DATA", raising=False)
+    env = pin.environ(tmp_path / "code")
+    assert env["NORMLAB_DATA"] == str(tmp_path / "data")
+    assert env["PYTHONPATH"].split(":")[0] == str(tmp_path / "code")
+    monkeypatch.setenv("NORMLAB_DATA", "/elsewhere")
+    assert pin.environ(tmp_path / "code")["NORMLAB_DATA"] == "/elsewhere"

@@ -80,3 +80,15 @@ def test_tuned_comparison_end_to_end_and_continued_from_copies(tmp_path, data_di
     again = tuned(args, tmp_path, data_dir)
     assert again.returncode == 0 and "0 trained this session" in again.stdout, again.stdout[-2000:]
     assert {p.name: p.read_bytes() for p in res.glob("*.csv")} == before
+
+
+def test_a_session_whose_first_jobs_all_fail_stops_and_says_where_to_look(tmp_path):
+    """A missing data folder fails every job within seconds; the driver stops after three instead of
+    marking the whole grid failed, and points at a job's log."""
+    (tmp_path / "empty").mkdir()
+    out = tuned(["--scale", "smoke", "--tasks", "rt", "--norms", "none,layernorm,layernorm_simple,detachnorm", "--jobs", "1",
+                 "--root", str(tmp_path / "runs"), "--working-tree", "--no-figures"], tmp_path, tmp_path / "empty")
+    assert out.returncode == 1, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "the first 3 jobs of this session all failed" in out.stderr, out.stderr[-2000:]
+    logs = list((tmp_path / "runs").rglob("logs/*.log"))
+    assert len(logs) == 3 and "does not exist" in logs[0].read_text()
