@@ -5,8 +5,8 @@
 
 Protocol (normlab/report/tuned.py): per task and norm, seed 1 at the preset lr and at the factors
 of normlab/configs/hparams_search/lr_grid.yaml (five lrs spanning 8x); the lr with the best
-validation score is chosen; then the other seeds at that lr and at the preset lr (the fixed-lr
-comparison). Jobs are scheduled task by task, so a partial grid has whole tasks: a task's
+validation score is chosen (the grid widened by 2x steps, --extend per side, while the best sits
+at its edge); then the other seeds at that lr and at the preset lr (the fixed-lr comparison). Jobs are scheduled task by task, so a partial grid has whole tasks: a task's
 second-stage jobs go before the next task's first.
 
 Like ``make reproduce-table`` (scripts/reproduce.py) the grid is pinned to one commit
@@ -38,7 +38,7 @@ sys.path.insert(0, str(REPO))
 from normlab import pin  # noqa: E402
 from normlab.report import find_runs, load_run  # noqa: E402
 from normlab.report.runs import FINAL, export_if_changed  # noqa: E402
-from normlab.report.tuned import TUNED_NORMS, planned_lrs, select, write_tuned_report  # noqa: E402
+from normlab.report.tuned import EXTEND, TUNED_NORMS, grid_lrs, select, write_tuned_report  # noqa: E402
 from normlab.rundir import atomic_write_bytes, write_json  # noqa: E402
 from normlab.tune import load_search  # noqa: E402
 
@@ -65,6 +65,8 @@ def parse(argv):
     p.add_argument("--norms", default=",".join(TUNED_NORMS))
     p.add_argument("--seeds", default="1,2,3", help="seed 1 chooses the lr; all are trained at it")
     p.add_argument("--search", default="lr_grid", help="hparams_search preset with the lr factors")
+    p.add_argument("--extend", type=int, default=EXTEND,
+                   help=f"widen the grid by at most this many 2x steps past an edge choice (default {EXTEND})")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     p.add_argument("--root", type=Path, default=Path.cwd() / "runs")
     p.add_argument("--out", type=Path, default=None, help="default ./results/<scale>-tuned")
@@ -95,6 +97,7 @@ class Grid:
     def __init__(self, a, code: Optional[Path]):
         self.a, self.code = a, code
         self.presets: dict[tuple[str, str], float] = {}
+        self._final: dict[Job, tuple[Path, dict]] = {}
 
     def run_dir(self, job: Job) -> Path:
         return self.a.root / self.a.scale / NAME / job.rel()
@@ -104,20 +107,25 @@ class Grid:
 
     def final_dir(self, job: Job) -> Optional[Path]:
         """The copy or run directory holding ``job``'s final summary; None while it is not finished."""
-        for d in (self.copy_dir(job), self.run_dir(job)):
-            try:
-                if json.loads((d / "summary.json").read_text()).get("status") in FINAL:
-                    return d
-            except (OSError, ValueError):
-                continue
-        return None
+        self.summary(job)
+        return self._final.get(job, (None,))[0]
 
     def summary(self, job: Job) -> dict:
-        d = self.final_dir(job)
-        return json.loads((d / "summary.json").read_text()) if d else {}
+        """``job``'s final summary ({} while it is not finished); read once, since a final one never changes."""
+        if job not in self._final:
+            for d in (self.copy_dir(job), self.run_dir(job)):
+                try:
+                    s = json.loads((d / "summary.json").read_text())
+                except (OSError, ValueError):
+                    continue
+                if s.get("status") in FINAL:
+                    self._final[job] = (d, s)
+                    break
+        return self._final.get(job, (None, {}))[1]
 
     def final_run(self, job: Job):
-        return load_run(self.final_dir(job))
+        d = self.final_dir(job)
+        return load_run(d) if d else None
 
     def preset(self, task: str, norm: str) -> Optional[float]:
         """The preset lr, read from the preset-lr run's config (so it is the pinned commit's)."""
@@ -139,8 +147,9 @@ class Grid:
                 base = self.preset(task, norm)
                 if base is None or not self.summary(first):
                     continue   # the preset-lr run tells the grid its lr
-                lrs = planned_lrs(base, self.a.factors)
-                stage1 = [Job(task, norm, None if lr == base else lr, 1) for lr in lrs]
+                at = lambda lr: Job(task, norm, None if lr == base else lr, 1)  # noqa: E731
+                lrs = grid_lrs(base, self.a.factors, lambda lr: self.final_run(at(lr)), self.a.extend)
+                stage1 = [at(lr) for lr in lrs]
                 out += [j for j in stage1 if j != first]
                 if any(not self.summary(j) for j in stage1):
                     continue
@@ -233,7 +242,7 @@ def main(argv=None) -> int:
     for job in g.jobs():   # runs another grid trained (the fixed-lr grid's preset-lr runs) too
         g.copy(job)
     runs = find_runs([a.out / "runs"]) if (a.out / "runs").exists() else []
-    written = write_tuned_report(runs, a.out, a.factors, figures=not a.no_figures) if runs else None
+    written = write_tuned_report(runs, a.out, a.factors, figures=not a.no_figures, extend=a.extend) if runs else None
     left = len(g.plan())
     rec_path = a.out / "reproduce.json"
     old = json.loads(rec_path.read_text()) if rec_path.exists() else {}
@@ -248,7 +257,8 @@ def main(argv=None) -> int:
                                   for c in sorted({str(r.summary.get("git_commit")) for r in runs})},
               "report": {"git_commit": pin.head(), "git_dirty": pin.dirty(),
                          "utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")},
-              "grid": {"scale": a.scale, "tasks": a.tasks, "norms": a.norms, "seeds": a.seeds, "factors": a.factors},
+              "grid": {"scale": a.scale, "tasks": a.tasks, "norms": a.norms, "seeds": a.seeds, "factors": a.factors,
+                        "extend": a.extend},
               "runs": status, "jobs_left": left,
               "runs_wall_time_s": round(sum(r.summary.get("wall_time_s", 0.0) for r in runs), 1),
               "sessions": [*(old.get("sessions") or [] if old.get("git_commit") == commit else []), session]}

@@ -9,7 +9,7 @@ import sys
 from helpers import REPO, TEST_CACHE
 from test_reproduce import reproduce
 from normlab.report.runs import Run
-from normlab.report.tuned import planned_lrs, select
+from normlab.report.tuned import grid_lrs, planned_lrs, select
 
 
 def run(summary: dict) -> Run:
@@ -35,6 +35,22 @@ def test_the_grid_spans_8x_around_the_preset_with_readable_values():
     assert lrs == [0.000707, 0.00141, 0.002, 0.00283, 0.00566] and lrs[-1] / lrs[0] > 7.9
 
 
+def test_the_grid_widens_past_an_edge_choice_until_the_best_is_inside():
+    ok = lambda v: run({"status": "completed", "best_valid": {"acc": v}})  # noqa: E731
+    factors = [0.5, 2.0]
+    assert grid_lrs(1.0, factors, {}.get) == [0.5, 1.0, 2.0]   # nothing finished yet: the planned grid
+    rising = {0.5: ok(1), 1.0: ok(2), 2.0: ok(3)}
+    assert grid_lrs(1.0, factors, rising.get) == [0.5, 1.0, 2.0, 4.0]   # best at the top: one step up
+    assert grid_lrs(1.0, factors, {**rising, 4.0: ok(2.5)}.get) == [0.5, 1.0, 2.0, 4.0]   # inside now
+    # still rising: at most two steps per side, then the choice stays at the (flagged) edge
+    assert grid_lrs(1.0, factors, {**rising, 4.0: ok(4), 8.0: ok(5)}.get) == [0.5, 1.0, 2.0, 4.0, 8.0]
+    assert grid_lrs(1.0, factors, {**rising, 4.0: ok(4), 8.0: ok(5)}.get, extend=1) == [0.5, 1.0, 2.0, 4.0]
+    # the step past the top diverged: the best is inside again
+    assert grid_lrs(1.0, factors, {**rising, 4.0: run({"status": "diverged"})}.get)[-1] == 4.0
+    falling = {0.5: ok(3), 1.0: ok(2), 2.0: ok(1), 0.25: ok(2)}
+    assert grid_lrs(0.002, [0.5, 2.0], {k * 0.002: v for k, v in falling.items()}.get) == [0.0005, 0.001, 0.002, 0.004]
+
+
 def tuned(args, cwd, data_dir):
     env = {**os.environ, "NORMLAB_DATA": str(data_dir), "NORMLAB_CACHE": str(TEST_CACHE)}
     return subprocess.run([sys.executable, str(REPO / "scripts" / "reproduce_tuned.py"), *args], cwd=cwd, env=env,
@@ -56,13 +72,15 @@ def test_tuned_comparison_end_to_end_and_continued_from_copies(tmp_path, data_di
     res = tmp_path / "results" / "smoke-tuned"
     copies = res / "runs" / "synthetic_cls"
     rows = {(r[0], r[1]): r for r in csv.reader((res / "lr_grid.csv").read_text().splitlines())}
+    expected = 0
     for norm, label in (("layernorm", "LayerNorm"), ("layernorm_simple", "LayerNorm-simple")):
         vals = {d: json.loads((d / "summary.json").read_text())["best_valid"]["acc"]
                 for d in (copies / norm).rglob("seed1")}
-        assert len(vals) == 5   # the preset lr and four factors, seed 1
         row = rows[("synthetic_cls", label)]
-        chosen, preset = float(row[8].split()[0]), float(row[2])
+        assert len(vals) == sum(1 for c in row[3:-1] if c) >= 5   # the preset lr, four factors (+ widening)
+        chosen, preset = float(row[-1].split()[0]), float(row[2])
         chosen_dir = copies / norm / ("seed1" if chosen == preset else f"lr={chosen:g}/seed1")
+        expected += len(vals) + (1 if chosen == preset else 2)
         assert vals[chosen_dir] == max(vals.values())   # the best validation score was chosen
         # the other seed at the chosen lr, and at the preset lr (the fixed-lr comparison)
         assert (chosen_dir.parent / "seed2" / "summary.json").exists()
@@ -71,8 +89,8 @@ def test_tuned_comparison_end_to_end_and_continued_from_copies(tmp_path, data_di
     assert table[("synthetic_cls", "LayerNorm")][4].endswith("(2)")   # own lr: 2 seeds
     assert (res / "figures" / "lr_sensitivity.png").read_bytes()[:4] == b"\x89PNG"
     rec = json.loads((res / "reproduce.json").read_text())
-    assert rec["jobs_left"] == 0 and rec["runs"] == {"completed": 14}
-    assert [s["trained"] for s in rec["sessions"]] == [0, 12]   # 2 came from the fixed-lr grid
+    assert rec["jobs_left"] == 0 and rec["runs"] == {"completed": expected}
+    assert [s["trained"] for s in rec["sessions"]] == [0, expected - 2]   # 2 came from the fixed-lr grid
 
     # a fresh machine: the copies alone give the same tables, and nothing is trained again
     before = {p.name: p.read_bytes() for p in res.glob("*.csv")}

@@ -2,8 +2,10 @@
 
 Protocol (scripts/reproduce_tuned.py trains it): per task and norm, seed 1 at the preset lr and at
 the factors of hparams_search/lr_grid.yaml (0.35x, 0.71x, 1.41x, 2.83x: five points spanning 8x);
-the lr whose selected checkpoint has the best *validation* score is chosen (``select``); then the
-other seeds at that lr. Test scores never take part in the choice. The fixed-lr comparison is the
+the lr whose selected checkpoint has the best *validation* score is chosen (``select``). When the
+best lies at the grid's edge, the grid is widened by 2x steps on that side (``grid_lrs``, at most
+``EXTEND`` points per side) until the best is inside it or the new point is worse. Then the other
+seeds at the chosen lr. Test scores never take part in the choice. The fixed-lr comparison is the
 same norms at the preset lr, seeds 1-3, so its seed 1 is one of the grid's points.
 
 Written: lr_grid (seed 1's validation score at each lr, the choice), tuned (test mean ± std at
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import matplotlib
 
@@ -28,6 +30,8 @@ from .runs import Run  # noqa: E402
 from .style import norm_style  # noqa: E402
 from .tables import Table  # noqa: E402
 
+EXTEND = 2   # at most this many 2x steps beyond each edge of the planned grid
+FINISHED = ("completed", "diverged")
 TUNED_NORMS = ["none", "layernorm", "layernorm_simple", "detachnorm", "adanorm", "rmsnorm", "dyt"]
 
 
@@ -68,11 +72,34 @@ def select(points: dict[float, Run], preset: float) -> Optional[float]:
     return None if best[0] == -math.inf else best[2]
 
 
+def grid_lrs(preset: float, factors: list[float], finished: Callable[[float], Optional[Run]],
+             extend: int = EXTEND) -> list[float]:
+    """The seed-1 lrs of one task and norm: the planned grid, widened by one 2x step at a time on
+    the side where the best finished point sits at the edge (an edge choice says the optimum may lie
+    outside), at most ``extend`` steps per side. ``finished(lr)`` is the finished seed-1 run at
+    ``lr`` or None; the grid only grows once every point of it has finished."""
+    lrs = planned_lrs(preset, factors)
+    steps = {"up": 0, "down": 0}
+    while True:
+        points = {lr: finished(lr) for lr in lrs}
+        if any(r is None or r.status not in FINISHED for r in points.values()):
+            return lrs
+        best = select(points, preset)
+        if best is not None and best == lrs[-1] and steps["up"] < extend:
+            steps["up"] += 1
+            lrs = lrs + [float(f"{lrs[-1] * 2:.3g}")]
+        elif best is not None and best == lrs[0] and steps["down"] < extend:
+            steps["down"] += 1
+            lrs = [float(f"{lrs[0] / 2:.3g}")] + lrs
+        else:
+            return lrs
+
+
 class Sweep:
     """The runs of one tuned comparison, by task, norm, lr and seed."""
 
-    def __init__(self, runs: list[Run], factors: list[float]):
-        self.factors = sorted({1.0, *factors})
+    def __init__(self, runs: list[Run], factors: list[float], extend: int = EXTEND):
+        self.factors, self.extend = sorted({1.0, *factors}), extend
         self.by: dict[tuple[str, str], dict[float, dict[int, Run]]] = {}
         self.preset: dict[tuple[str, str], float] = {}
         for r in runs:
@@ -85,7 +112,14 @@ class Sweep:
 
     def lrs(self, key) -> list[float]:
         base = self.preset.get(key)
-        return [] if base is None else planned_lrs(base, self.factors)
+        return [] if base is None else grid_lrs(base, self.factors, self.seed1(key).get, self.extend)
+
+    def factor(self, key, lr: float) -> float:
+        """The grid factor ``lr`` stands for (lrs are rounded to 3 digits, so lr / preset is not exact)."""
+        lo, hi = self.factors[0], self.factors[-1]
+        nominal = [*self.factors, *(hi * 2 ** k for k in range(1, self.extend + 1)),
+                   *(lo / 2 ** k for k in range(1, self.extend + 1))]
+        return min(nominal, key=lambda f: abs(math.log(lr / self.preset[key] / f)))
 
     def seed1(self, key) -> dict[float, Run]:
         return {lr: seeds[1] for lr, seeds in self.by.get(key, {}).items() if 1 in seeds}
@@ -94,8 +128,7 @@ class Sweep:
         """The chosen lr, once seed 1 has finished at every planned lr."""
         points = self.seed1(key)
         planned = self.lrs(key)
-        if not planned or any(lr not in points or points[lr].status not in ("completed", "diverged")
-                              for lr in planned):
+        if not planned or any(lr not in points or points[lr].status not in FINISHED for lr in planned):
             return None
         return select({lr: points[lr] for lr in planned}, self.preset[key])
 
@@ -104,7 +137,7 @@ class Sweep:
         if lr is not None:
             edge = " at the grid's edge" if lr in (min(planned), max(planned)) else ""
             return f"{lr:g} ({lr / self.preset[key]:.2f}×{edge})"
-        done = sum(1 for x in planned if x in points and points[x].status in ("completed", "diverged"))
+        done = sum(1 for x in planned if x in points and points[x].status in FINISHED)
         return "all diverged" if planned and done == len(planned) else f"pending ({done}/{len(planned) or '?'} lrs)"
 
     def keys(self) -> list[tuple[str, str]]:
@@ -122,26 +155,28 @@ def _as_default(runs: list[Run]) -> list[Run]:
 
 
 def lr_grid_table(sw: Sweep) -> Table:
-    names = [f"{f:.2f}×" for f in sw.factors]
+    grids = {key: sw.lrs(key) for key in sw.keys()}
+    names = [f"{f:.2f}×" for f in sorted({sw.factor(k, lr) for k, lrs in grids.items() for lr in lrs})]
     t = Table("lr_grid", "Learning-rate grid: seed 1's validation score at each lr",
               ["task", "norm", "preset lr", *names, "chosen lr"])
-    for key in sw.keys():
-        points = sw.seed1(key)
-        cells = []
-        for lr in sw.lrs(key):
-            r = points.get(lr)
-            if r is None or r.status not in ("completed", "diverged"):
-                cells.append("–" if r is None else r.status)
+    for key, lrs in grids.items():
+        points, cells = sw.seed1(key), dict.fromkeys(names, "")
+        for lr in lrs:
+            r, name = points.get(lr), f"{sw.factor(key, lr):.2f}×"
+            if r is None or r.status not in FINISHED:
+                cells[name] = "–" if r is None else r.status
             elif r.status == "diverged":
-                cells.append("Diverge")
+                cells[name] = "Diverge"
             else:
-                name, v, _ = criterion(r)
-                cells.append("–" if v is None else fmt(v, name) + ("" if name == r.metric else f" {name}"))
-        t.rows.append([key[0], NORM_LABELS.get(key[1], key[1]), f"{sw.preset.get(key, float('nan')):g}", *cells,
-                       sw.choice(key)])
+                crit, v, _ = criterion(r)
+                cells[name] = "–" if v is None else fmt(v, crit) + ("" if crit == r.metric else f" {crit}")
+        t.rows.append([key[0], NORM_LABELS.get(key[1], key[1]), f"{sw.preset.get(key, float('nan')):g}",
+                       *cells.values(), sw.choice(key)])
     t.caption = ("Validation score (what selected each run's checkpoint: the task's metric, ↑/↓ as in the other "
                  "tables, or the validation loss, marked 'loss', for the tasks that select on it) of seed 1 at the preset lr times each factor; the chosen lr is the best of them (ties: "
-                 "the one nearest the preset). Test scores take no part in the choice.")
+                 "the one nearest the preset). Where the best sat at the planned grid's edge, the grid was widened by "
+                 f"2× steps on that side (at most {sw.extend}); a blank cell = not part of that norm's grid. "
+                 "Test scores take no part in the choice.")
     t.notes = [data_sentence(sw.grid)]
     return t
 
@@ -211,15 +246,16 @@ def lr_figure(sw: Sweep, out: Path) -> Optional[str]:
         for key in [k for k in keys if k[0] == task]:
             pts = sorted(sw.seed1(key).items())
             done = [(lr, criterion(r)[1]) for lr, r in pts if r.status == "completed"]
-            xs = [lr / sw.preset[key] for lr, v in done if v is not None]
+            xs = [sw.factor(key, lr) for lr, v in done if v is not None]
             ys = [v for _, v in done if v is not None]
             ax.plot(xs, ys, marker="o", ms=3, label=NORM_LABELS.get(key[1], key[1]), **norm_style(key[1]))
-            bad = [lr / sw.preset[key] for lr, r in pts if r.status == "diverged"]
+            bad = [sw.factor(key, lr) for lr, r in pts if r.status == "diverged"]
             if bad:
                 ax.plot(bad, [ax.get_ylim()[1]] * len(bad), "x", ms=6, color=norm_style(key[1])["color"])
         name, _, higher = criterion(next(r for k in keys if k[0] == task for r in sw.seed1(k).values()))
         ax.set_xscale("log", base=2)
-        ax.set_xticks(sw.factors, [f"{f:.2g}×" for f in sw.factors])
+        ticks = sorted({sw.factor(k, lr) for k in keys if k[0] == task for lr in sw.seed1(k)})
+        ax.set_xticks(ticks, [f"{f:.2g}×" for f in ticks])
         ax.minorticks_off()
         ax.set_title(f"{task} (valid {name} {'↑' if higher else '↓'})", fontsize=9)
         ax.set_xlabel("lr / preset lr", fontsize=8)
@@ -236,10 +272,11 @@ def lr_figure(sw: Sweep, out: Path) -> Optional[str]:
             + data_sentence(sw.grid))
 
 
-def write_tuned_report(runs: list[Run], out: Path, factors: list[float], figures: bool = True) -> dict:
+def write_tuned_report(runs: list[Run], out: Path, factors: list[float], figures: bool = True,
+                       extend: int = EXTEND) -> dict:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    sw = Sweep(runs, factors)
+    sw = Sweep(runs, factors, extend)
     tables = [lr_grid_table(sw), tuned_table(sw)]
     fixed_f, tuned_f = findings(Grid(fixed_runs(sw))), findings(Grid(tuned_runs(sw)))
     if tuned_f:
