@@ -129,3 +129,15 @@ class Checkpoints:
         """Delete half-written temp files left by a killed run (never read, only in the way)."""
         for p in self.dir.glob(".*.tmp"):
             p.unlink(missing_ok=True)
+
+
+def criterion(summary: dict) -> tuple[str, Optional[float], bool]:
+    """(name, value, higher is better) of what selected the run's checkpoint on validation: the
+    task's metric, or the validation loss for tasks that compute no BLEU/UAS on validation (IWSLT,
+    PTB), whose best_valid_score is -loss."""
+    bv = summary.get("best_valid") or {}
+    metric = summary.get("metric")
+    if metric in bv and bv[metric] is not None:
+        return metric, float(bv[metric]), bool(summary.get("higher_is_better", True))
+    score = summary.get("best_valid_score")
+    return "loss", None if score is None else -float(score), False

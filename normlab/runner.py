@@ -26,7 +26,8 @@ from .errors import ConfigError, DataError
 from .loggers import make_loggers
 from .norms import norm_factory
 from .progress import enable_bars
-from .rundir import Checkpoints, Curves, atomic_write_bytes, read_curves, read_json, read_yaml, write_json, write_yaml
+from .rundir import (Checkpoints, Curves, atomic_write_bytes, criterion, read_curves, read_json, read_yaml, write_json,
+                     write_yaml)
 from .tasks import get_task_class
 from .runlock import RunLock
 from .trainer import Diverged, Preempted, Trainer
@@ -135,21 +136,15 @@ def _valid_at(run_dir: Path, step: int) -> dict:
 
 
 def objective(summary: dict) -> float:
-    """What a search engine optimises: the selected checkpoint's validation metric, in the task's
-    direction (summary["higher_is_better"]); NaN for a run that did not complete, which Optuna
-    counts as a failed trial."""
+    """What a search engine optimises: the validation criterion turned to the task metric's
+    direction (summary["higher_is_better"], the study's direction); NaN for a run that did not
+    complete, which Optuna counts as a failed trial."""
     if summary.get("status") != "completed":
         return float("nan")
-    value = (summary.get("best_valid") or {}).get(summary.get("metric"))
-    if value is not None:
-        return float(value)
-    # Tasks that select on the validation loss (IWSLT, PTB) compute no BLEU/UAS on validation:
-    # best_valid_score is the selection criterion, higher = better (-loss), turned to the
-    # metric's direction that the search optimises.
-    score = summary.get("best_valid_score")
-    if score is None:
+    _, value, higher = criterion(summary)
+    if value is None:
         return float("nan")
-    return float(score) if summary.get("higher_is_better", True) else -float(score)
+    return value if higher == summary.get("higher_is_better", True) else -value
 
 
 def short_setting(job: Job) -> dict:

@@ -23,7 +23,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ..rundir import atomic_write_bytes  # noqa: E402
+from ..rundir import atomic_write_bytes, criterion as summary_criterion  # noqa: E402
 from .aggregate import NORM_LABELS, Cell, Grid, data_sentence, fmt  # noqa: E402
 from .findings import findings, findings_table  # noqa: E402
 from .runs import Run  # noqa: E402
@@ -40,14 +40,8 @@ def lr_of(run: Run) -> Optional[float]:
 
 
 def criterion(run: Run) -> tuple[str, Optional[float], bool]:
-    """(name, value, higher is better) of what selected the run's checkpoint on validation: the
-    task's metric, or the loss for tasks that select on it (IWSLT14/15, PTB: their test metric,
-    BLEU or UAS, is not computed on validation)."""
-    bv = run.summary.get("best_valid") or {}
-    if run.metric in bv:
-        return run.metric, bv[run.metric], run.higher_is_better
-    score = run.summary.get("best_valid_score")
-    return "loss", None if score is None else -float(score), False
+    """(name, value, higher is better) of what selected the run's checkpoint (rundir.criterion)."""
+    return summary_criterion(run.summary)
 
 
 def objective(run: Run) -> float:
