@@ -39,7 +39,6 @@ import ctypes
 import ctypes.util
 import datetime
 import os
-import platform
 import random
 import shlex
 import statistics
@@ -53,6 +52,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 from torch.multiprocessing.reductions import StorageWeakRef
 
+from normlab import pin
 from normlab.norms import build_norm, native
 
 VARIANTS = ["layernorm", "layernorm_simple", "detachnorm", "detach_mean", "detach_var", "adanorm",
@@ -63,16 +63,6 @@ OFFICIAL = ["layernorm", "layernorm_simple", "detachnorm", "detach_mean", "detac
 
 # ----------------------------------------------- shared with bench_step.py and bench_data.py
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def load_average() -> str:
     try:
         return " ".join(f"{v:.2f}" for v in os.getloadavg())
@@ -82,17 +72,18 @@ def load_average() -> str:
 
 def machine() -> dict:
     """What a benchmark table must state to be read: where, when, with what, how loaded."""
+    host = pin.machine()   # the facts reproduce.json records for a grid, plus what a timing depends on
     info = {
         "command": " ".join(shlex.quote(a) for a in ["python", *sys.argv]),
         "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
-        "nproc": os.cpu_count(), "cpu": cpu_model(), "torch": torch.__version__,
+        "nproc": host["cpus"], "cpu": host["cpu"], "memory (GB)": host.get("memory_gb"), "torch": host["torch"],
         "torch threads": torch.get_num_threads(),
         "cpu capability": torch.backends.cpu.get_cpu_capability(),
-        "python": platform.python_version(),
+        "python": host["python"],
         "load average at start (1/5/15 min)": load_average(),
     }
-    if torch.cuda.is_available():
-        info["cuda device"] = torch.cuda.get_device_name()
+    if host["gpu"]:
+        info["cuda device"] = host["gpu"]
     return info
 
 
