@@ -27,7 +27,6 @@ trained or copied) and adds a "report" entry (command, git commit, dirty flag, t
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
 import shlex
@@ -44,6 +43,7 @@ from normlab import pin  # noqa: E402
 from normlab.integrations.wandb_results import log_results, wandb_options  # noqa: E402
 from normlab.progress import RunProgress, watch  # noqa: E402
 from normlab.report import find_runs, write_report  # noqa: E402
+from normlab.report import record as provenance  # noqa: E402
 from normlab.report.paper_tables import TABLES  # noqa: E402
 from normlab.report.runs import FINAL, export_if_changed  # noqa: E402
 from normlab.rundir import atomic_write_bytes, write_json  # noqa: E402
@@ -133,14 +133,10 @@ def sweep_command(a) -> list[str]:
 
 def report_only(a, argv) -> int:
     """The tables of a newer report from the same run copies; the runs' provenance is kept as it was."""
-    commit, dirty = pin.head(), pin.dirty()
     runs = find_runs([a.out / "runs"])
     written = write_report(runs, a.out, figures=not a.no_figures)
     rec = json.loads((a.out / "reproduce.json").read_text())
-    rec["report"] = {
-        "command": shlex.join(["python", "scripts/reproduce.py", *(sys.argv[1:] if argv is None else argv)]),
-        "git_commit": commit, "git_dirty": dirty,
-        "utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "runs": len(runs)}
+    rec["report"] = provenance.report_stamp(len(runs), command=provenance.command("scripts/reproduce.py", argv))
     write_json(a.out / "reproduce.json", rec)
     atomic_write_bytes(a.out / "README.md", readme(rec, a.out).encode())
     print(written["main"].markdown())
@@ -153,7 +149,7 @@ def main(argv=None) -> int:
     a = parse(argv)
     if a.report_only:
         return report_only(a, argv)
-    start, started = time.time(), dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    start, started = time.time(), provenance.utc_now()
     cells, copies = grid(a), a.out / "runs"
     if a.fresh and copies.exists():
         shutil.rmtree(copies)  # the old copies stay in git history
@@ -182,29 +178,17 @@ def main(argv=None) -> int:
     copy_finished(a, cells)
     runs = find_runs([copies]) if copies.exists() else []
     written = write_report(runs, a.out, figures=not a.no_figures) if runs else None
-    status: dict = {}
-    for r in runs:
-        status[r.status] = status.get(r.status, 0) + 1
     have = {(r.task, r.norm, r.seed) for r in runs}
     absent = [f"{t}/{n}/seed{s}" for t, n, s in cells if (t, n, s) not in have]
-    old = _old_record(a.out)
-    session = {"command": shlex.join(["python", "scripts/reproduce.py", *(sys.argv[1:] if argv is None else argv)]),
-               "sweep_command": shlex.join(cmd) if todo and not a.no_train else None,
-               "started_utc": started, "wall_time_s": round(time.time() - start, 1),
-               "trained": len(todo) - len([c for c in cells if not is_final(run_dir(a, *c))]),
-               "machine": pin.machine(), "data_dir": os.environ.get("NORMLAB_DATA"), "sweep_exit_status": sweep_rc}
-    record = {
-        "make": (f"make reproduce-table SCALE={a.scale} TASKS={','.join(a.tasks)} "
-                 f"SEEDS={','.join(map(str, a.seeds))} JOBS={a.jobs}"),
-        "git_commit": commit, "git_dirty": dirty,   # False: trained from a clean checkout of the commit
-        "run_git_commits": _count(r.summary.get("git_commit") for r in runs),
-        "report": {"git_commit": pin.head(), "git_dirty": pin.dirty(),
-                   "utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "runs": len(runs)},
-        "runs_wall_time_s": round(sum(r.summary.get("wall_time_s", 0.0) for r in runs), 1),
-        "grid": {"scale": a.scale, "tasks": a.tasks, "norms": a.norm_list, "seeds": a.seeds},
-        "runs": status, "absent": absent,
-        "sessions": [*(old.get("sessions") or [] if old.get("git_commit") == commit else []), session],
-    }
+    session = provenance.session("scripts/reproduce.py", argv, started, start,
+                          sweep_command=shlex.join(cmd) if todo and not a.no_train else None,
+                          trained=len(todo) - len([c for c in cells if not is_final(run_dir(a, *c))]),
+                          sweep_exit_status=sweep_rc)
+    record = provenance.record(a.out, (f"make reproduce-table SCALE={a.scale} TASKS={','.join(a.tasks)} "
+                                f"SEEDS={','.join(map(str, a.seeds))} JOBS={a.jobs}"), commit, dirty, runs,
+                        {"scale": a.scale, "tasks": a.tasks, "norms": a.norm_list, "seeds": a.seeds}, session,
+                        absent=absent)
+    status = record["runs"]
     write_json(a.out / "reproduce.json", record)
     atomic_write_bytes(a.out / "README.md", readme(record, a.out).encode())
     wandb_opts = wandb_options(a.overrides)
@@ -240,25 +224,11 @@ def copy_finished(a, cells) -> None:
         export_if_changed(run_dir(a, *c), copy_dir(a, *c))
 
 
-def _old_record(out: Path) -> dict:
-    try:
-        return json.loads((out / "reproduce.json").read_text())
-    except (OSError, ValueError):
-        return {}
-
-
 def _rel(path: Path) -> str:
     try:
         return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
-
-
-def _count(xs) -> dict:
-    out: dict = {}
-    for x in xs:
-        out[str(x)] = out.get(str(x), 0) + 1
-    return out
 
 
 def readme(rec: dict, out: Path) -> str:

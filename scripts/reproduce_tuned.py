@@ -22,10 +22,8 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
-import datetime as dt
 import json
 import os
-import shlex
 import subprocess
 import sys
 import time
@@ -37,6 +35,7 @@ sys.path.insert(0, str(REPO))
 
 from normlab import pin  # noqa: E402
 from normlab.report import find_runs, load_run  # noqa: E402
+from normlab.report import record as provenance  # noqa: E402
 from normlab.report.runs import FINAL, export_if_changed  # noqa: E402
 from normlab.report.tuned import EXTEND, TUNED_NORMS, grid_lrs, select, write_tuned_report  # noqa: E402
 from normlab.rundir import atomic_write_bytes, write_json  # noqa: E402
@@ -224,7 +223,7 @@ def train_all(a, g: Grid, start: float) -> tuple[int, int, bool]:
 
 def main(argv=None) -> int:
     a = parse(argv)
-    start, started = time.time(), dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    start, started = time.time(), provenance.utc_now()
     try:
         commit, code, dirty = pin.resolve(a.out / "runs", a.commit, a.working_tree, fallback=fixed_grid_commit(a))
         code = code or (None if a.no_train else pin.checkout(commit))
@@ -244,25 +243,12 @@ def main(argv=None) -> int:
     runs = find_runs([a.out / "runs"]) if (a.out / "runs").exists() else []
     written = write_tuned_report(runs, a.out, a.factors, figures=not a.no_figures, extend=a.extend) if runs else None
     left = len(g.plan())
-    rec_path = a.out / "reproduce.json"
-    old = json.loads(rec_path.read_text()) if rec_path.exists() else {}
-    session = {"command": shlex.join(["python", "scripts/reproduce_tuned.py", *(sys.argv[1:] if argv is None else argv)]),
-               "started_utc": started, "wall_time_s": round(time.time() - start, 1), "trained": trained,
-               "failed": n_failed, "machine": pin.machine(), "data_dir": os.environ.get("NORMLAB_DATA")}
-    status: dict = {}
-    for r in runs:
-        status[r.status] = status.get(r.status, 0) + 1
-    record = {"make": f"make reproduce-tuned SCALE={a.scale}", "git_commit": commit, "git_dirty": dirty,
-              "run_git_commits": {c: sum(1 for r in runs if r.summary.get("git_commit") == c)
-                                  for c in sorted({str(r.summary.get("git_commit")) for r in runs})},
-              "report": {"git_commit": pin.head(), "git_dirty": pin.dirty(),
-                         "utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")},
-              "grid": {"scale": a.scale, "tasks": a.tasks, "norms": a.norms, "seeds": a.seeds, "factors": a.factors,
-                        "extend": a.extend},
-              "runs": status, "jobs_left": left,
-              "runs_wall_time_s": round(sum(r.summary.get("wall_time_s", 0.0) for r in runs), 1),
-              "sessions": [*(old.get("sessions") or [] if old.get("git_commit") == commit else []), session]}
-    write_json(rec_path, record)
+    session = provenance.session("scripts/reproduce_tuned.py", argv, started, start, trained=trained, failed=n_failed)
+    record = provenance.record(a.out, f"make reproduce-tuned SCALE={a.scale}", commit, dirty, runs,
+                        {"scale": a.scale, "tasks": a.tasks, "norms": a.norms, "seeds": a.seeds, "factors": a.factors,
+                         "extend": a.extend}, session, jobs_left=left)
+    status = record["runs"]
+    write_json(a.out / "reproduce.json", record)
     if written:
         hours = record["runs_wall_time_s"] / 3600
         head = [f"# Tuned comparison: scale {a.scale}", "",

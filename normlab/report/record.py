@@ -1,0 +1,64 @@
+"""reproduce.json: how a results folder came to be (the grid drivers scripts/reproduce.py and
+scripts/reproduce_tuned.py write it alike).
+
+One record per results folder: the commit its runs were trained at (and whether that tree was
+clean), the commit the tables were written at, the runs by status and by commit, and one entry per
+driver session (command, machine, wall time, runs trained). Sessions of another commit's grid are
+dropped, since its runs are no longer the folder's.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shlex
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Iterable, Optional
+
+from .. import pin
+from .runs import Run
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def read(out: Path) -> dict:
+    try:
+        return json.loads((Path(out) / "reproduce.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def counts(values: Iterable) -> dict:
+    return dict(Counter(str(v) for v in values))
+
+
+def command(script: str, argv: Optional[list]) -> str:
+    return shlex.join(["python", script, *(sys.argv[1:] if argv is None else argv)])
+
+
+def report_stamp(n_runs: int, **fields) -> dict:
+    """Which code wrote the tables (it may be newer than the runs' commit: see report-only)."""
+    return {**fields, "git_commit": pin.head(), "git_dirty": pin.dirty(), "utc": utc_now(), "runs": n_runs}
+
+
+def session(script: str, argv: Optional[list], started_utc: str, start: float, **fields) -> dict:
+    """This driver session: its command line, when it started, how long it took, where it ran."""
+    return {"command": command(script, argv), "started_utc": started_utc, "wall_time_s": round(time.time() - start, 1), **fields,
+            "machine": pin.machine(), "data_dir": os.environ.get("NORMLAB_DATA")}
+
+
+def record(out: Path, make: str, commit: str, dirty: bool, runs: list[Run], grid: dict, this_session: dict,
+           **fields) -> dict:
+    old = read(out)
+    return {"make": make,
+            "git_commit": commit, "git_dirty": dirty,   # False: trained from a clean checkout of the commit
+            "run_git_commits": counts(r.summary.get("git_commit") for r in runs),
+            "report": report_stamp(len(runs)),
+            "runs_wall_time_s": round(sum(r.summary.get("wall_time_s", 0.0) for r in runs), 1),
+            "grid": grid, "runs": counts(r.status for r in runs), **fields,
+            "sessions": [*(old.get("sessions") or [] if old.get("git_commit") == commit else []), this_session]}
