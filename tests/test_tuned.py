@@ -87,6 +87,13 @@ def test_tuned_comparison_end_to_end_and_continued_from_copies(tmp_path, data_di
         assert (copies / norm / "seed2" / "summary.json").exists()
     table = {(r[0], r[1]): r for r in csv.reader((res / "tuned.csv").read_text().splitlines())}
     assert table[("synthetic_cls", "LayerNorm")][4].endswith("(2)")   # own lr: 2 seeds
+    test_acc = lambda d: json.loads((d / "seed2" / "summary.json").read_text())["test"]["acc"]  # noqa: E731
+    for norm, label in (("layernorm", "LayerNorm"), ("layernorm_simple", "LayerNorm-simple")):
+        row, preset = table[("synthetic_cls", label)], float(rows[("synthetic_cls", label)][2])
+        chosen = float(row[2].split()[0])
+        # seeds that took no part in the choice: seed 2 at the own lr against seed 2 at the preset
+        held_out = "–" if chosen == preset else f"{test_acc(copies / norm / f'lr={chosen:g}') - test_acc(copies / norm):+.2f}"
+        assert row[6].split()[0] == held_out, row
     assert (res / "figures" / "lr_sensitivity.png").read_bytes()[:4] == b"\x89PNG"
     rec = json.loads((res / "reproduce.json").read_text())
     assert rec["jobs_left"] == 0 and rec["runs"] == {"completed": expected}

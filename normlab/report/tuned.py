@@ -130,7 +130,7 @@ class Sweep:
         lr, points, planned = self.chosen(key), self.seed1(key), self.lrs(key)
         if lr is not None:
             edge = " at the grid's edge" if lr in (min(planned), max(planned)) else ""
-            return f"{lr:g} ({lr / self.preset[key]:.2f}×{edge})"
+            return f"{lr:g} ({self.factor(key, lr):.2f}×{edge})"
         done = sum(1 for x in planned if x in points and points[x].status in FINISHED)
         return "all diverged" if planned and done == len(planned) else f"pending ({done}/{len(planned) or '?'} lrs)"
 
@@ -175,24 +175,32 @@ def lr_grid_table(sw: Sweep) -> Table:
     return t
 
 
+def signed_diff(own: Cell, fixed: Cell) -> str:
+    """own − fixed in the metric's better direction (positive = the own lr is better)."""
+    if fixed.mean is None or own.mean is None:
+        return "–"
+    d = (own.mean - fixed.mean) * (1 if own.runs[0].higher_is_better else -1)
+    return fmt(d, own.metric, signed=True) + (" (better)" if d > 0 else "")
+
+
 def tuned_table(sw: Sweep) -> Table:
     t = Table("tuned", "Fixed lr (tuned on LayerNorm) vs each norm's own lr: test score",
-              ["task", "norm", "chosen lr", "fixed lr: mean ± std (n)", "own lr: mean ± std (n)", "own − fixed"])
+              ["task", "norm", "chosen lr", "fixed lr: mean ± std (n)", "own lr: mean ± std (n)", "own − fixed",
+               "own − fixed, seeds ≥ 2"])
     for key in sw.keys():
         lr, base = sw.chosen(key), sw.preset.get(key)
         fixed, own = Cell(sw.runs_at(key, base)), Cell(sw.runs_at(key, lr))
-        diff = "–"
-        if fixed.mean is not None and own.mean is not None:
-            sign = 1 if own.runs[0].higher_is_better else -1
-            diff = fmt(sign * (own.mean - fixed.mean), own.metric, signed=True) + (" (better)" if sign * (
-                own.mean - fixed.mean) > 0 else "")
+        later = [Cell([r for r in c.runs if r.seed != 1]) for c in (own, fixed)]
         t.rows.append([key[0], NORM_LABELS.get(key[1], key[1]), sw.choice(key), fixed.text(),
-                       own.text() if lr else "–", diff])
+                       own.text() if lr else "–", signed_diff(own, fixed),
+                       signed_diff(*later) if lr not in (None, base) else "–"])
     t.caption = ("Test metric of the selected checkpoint, mean ± std over seeds (n = completed runs; diverged runs "
                  "counted apart). 'own − fixed' is signed so that positive = the norm's own lr is better. The fixed "
                  "lr is the preset's, tuned once on LayerNorm; the own lr was chosen on seed 1's validation score "
-                 "(lr_grid table), so seed 1 takes part in both the choice and the mean. A choice at the grid's edge "
-                 "means the best lr may lie outside the grid.")
+                 "(lr_grid table), so seed 1 takes part in both the choice and the mean, which favours the own lr "
+                 "(the best of several noisy points); 'seeds ≥ 2' compares the seeds that took no part in the choice "
+                 "('–' where the own lr is the preset). A choice at the grid's edge means the best lr may lie outside "
+                 "the grid.")
     t.notes = [data_sentence(sw.grid)]
     return t
 
