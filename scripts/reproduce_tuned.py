@@ -97,6 +97,7 @@ class Grid:
         self.a, self.code = a, code
         self.presets: dict[tuple[str, str], float] = {}
         self._final: dict[Job, tuple[Path, dict]] = {}
+        self.unnamed = 0
 
     def run_dir(self, job: Job) -> Path:
         return self.a.root / self.a.scale / NAME / job.rel()
@@ -137,20 +138,25 @@ class Grid:
 
     def jobs(self) -> list[Job]:
         """Every job of the grid that can be named yet (the later stages need the earlier ones'
-        results), finished or not, in priority order."""
-        out = []
+        results), finished or not, in priority order. Sets ``unnamed``: about how many jobs follow
+        once the pending lr choices are made (no widening, an own lr other than the preset)."""
+        out, self.unnamed = [], 0
         for task in self.a.tasks:
             for norm in self.a.norms:
                 first = Job(task, norm, None, 1)
                 out.append(first)
                 base = self.preset(task, norm)
+                later_seeds = len(self.a.seeds[1:]) + sum(not self.summary(Job(task, norm, None, s))
+                                                          for s in self.a.seeds[1:])
                 if base is None or not self.summary(first):
+                    self.unnamed += len(self.a.factors) + later_seeds
                     continue   # the preset-lr run tells the grid its lr
                 at = lambda lr: Job(task, norm, None if lr == base else lr, 1)  # noqa: E731
                 lrs = grid_lrs(base, self.a.factors, lambda lr: self.final_run(at(lr)), self.a.extend)
                 stage1 = [at(lr) for lr in lrs]
                 out += [j for j in stage1 if j != first]
                 if any(not self.summary(j) for j in stage1):
+                    self.unnamed += later_seeds
                     continue
                 best = select({lr: self.final_run(j) for lr, j in zip(lrs, stage1)}, base)
                 for seed in self.a.seeds[1:]:
@@ -246,7 +252,8 @@ def main(argv=None) -> int:
     session = provenance.session("scripts/reproduce_tuned.py", argv, started, start, trained=trained, failed=n_failed)
     record = provenance.record(a.out, f"make reproduce-tuned SCALE={a.scale}", commit, dirty, runs,
                         {"scale": a.scale, "tasks": a.tasks, "norms": a.norms, "seeds": a.seeds, "factors": a.factors,
-                         "extend": a.extend}, session, jobs_left=left)
+                         "extend": a.extend}, session, jobs_left=left,
+                        jobs_left_unnamed=g.unnamed)
     status = record["runs"]
     write_json(a.out / "reproduce.json", record)
     if written:
@@ -254,13 +261,14 @@ def main(argv=None) -> int:
         head = [f"# Tuned comparison: scale {a.scale}", "",
                 f"- Command: `{record['make']}` (continues from the copies in runs/); runs trained at git commit "
                 f"`{commit}` ({'uncommitted changes, --working-tree' if dirty else 'clean checkout'}); tables written at `{record['report']['git_commit']}`",
-                f"- Runs: {', '.join(f'{v} {k}' for k, v in sorted(status.items()))}; jobs still to run: {left}; "
+                f"- Runs: {', '.join(f'{v} {k}' for k, v in sorted(status.items()))}; jobs still to run: {left} named, about {g.unnamed} more; "
                 f"sum of the runs' own wall times {hours:.2f} h over {len(record['sessions'])} session(s)", ""]
         body = (a.out / "report.md").read_text().split("\n", 1)[1]
         atomic_write_bytes(a.out / "README.md", ("\n".join(head) + body).encode())
         print(written["main"].markdown())
     print(f"[tuned] {trained} trained this session, {n_failed} failed; {len(runs)} run copies; {left} jobs left"
-          + (" (budget reached)" if stopped else ""))
+          + (" (budget reached)" if stopped else "")
+          + (f"; about {g.unnamed} more once their lr is chosen" if g.unnamed else ""))
     return 1 if n_failed else (3 if left else 0)
 
 
