@@ -251,6 +251,10 @@ def lr_figure(sw: Sweep, out: Path) -> Optional[str]:
             xs = [sw.factor(key, lr) for lr, v in done if v is not None]
             ys = [v for _, v in done if v is not None]
             ax.plot(xs, ys, marker="o", ms=3, label=NORM_LABELS.get(key[1], key[1]), **norm_style(key[1]))
+            lr = sw.chosen(key)
+            if lr is not None and lr in dict(done) and dict(done)[lr] is not None:
+                ax.plot([sw.factor(key, lr)], [dict(done)[lr]], marker="o", ms=7, mfc="none",
+                        color=norm_style(key[1])["color"])
             bad = [sw.factor(key, lr) for lr, r in pts if r.status == "diverged"]
             if bad:
                 ax.plot(bad, [ax.get_ylim()[1]] * len(bad), "x", ms=6, color=norm_style(key[1])["color"])
@@ -270,7 +274,8 @@ def lr_figure(sw: Sweep, out: Path) -> Optional[str]:
         fig.savefig(out / "figures" / f"lr_sensitivity.{ext}", dpi=150)
     plt.close(fig)
     return ("Learning-rate sensitivity: seed 1's validation score at its selected checkpoint against the lr as a "
-            "multiple of the preset (log scale), one line per norm; x at the top of a panel = diverged. "
+            "multiple of the preset (log scale), one line per norm; a ring = the chosen lr; x at the top of a panel "
+            "= diverged. "
             + data_sentence(sw.grid))
 
 
