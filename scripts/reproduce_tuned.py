@@ -97,7 +97,7 @@ class Grid:
         self.a, self.code = a, code
         self.presets: dict[tuple[str, str], float] = {}
         self._final: dict[Job, tuple[Path, dict]] = {}
-        self.unnamed = 0
+        self.unnamed: dict[str, int] = {}
 
     def run_dir(self, job: Job) -> Path:
         return self.a.root / self.a.scale / NAME / job.rel()
@@ -140,7 +140,7 @@ class Grid:
         """Every job of the grid that can be named yet (the later stages need the earlier ones'
         results), finished or not, in priority order. Sets ``unnamed``: about how many jobs follow
         once the pending lr choices are made (no widening, an own lr other than the preset)."""
-        out, self.unnamed = [], 0
+        out, self.unnamed = [], {}
         for task in self.a.tasks:
             for norm in self.a.norms:
                 first = Job(task, norm, None, 1)
@@ -149,19 +149,31 @@ class Grid:
                 later_seeds = len(self.a.seeds[1:]) + sum(not self.summary(Job(task, norm, None, s))
                                                           for s in self.a.seeds[1:])
                 if base is None or not self.summary(first):
-                    self.unnamed += len(self.a.factors) + later_seeds
+                    self.unnamed[task] = self.unnamed.get(task, 0) + len(self.a.factors) + later_seeds
                     continue   # the preset-lr run tells the grid its lr
                 at = lambda lr: Job(task, norm, None if lr == base else lr, 1)  # noqa: E731
                 lrs = grid_lrs(base, self.a.factors, lambda lr: self.final_run(at(lr)), self.a.extend)
                 stage1 = [at(lr) for lr in lrs]
                 out += [j for j in stage1 if j != first]
                 if any(not self.summary(j) for j in stage1):
-                    self.unnamed += later_seeds
+                    self.unnamed[task] = self.unnamed.get(task, 0) + later_seeds
                     continue
                 best = select({lr: self.final_run(j) for lr, j in zip(lrs, stage1)}, base)
                 for seed in self.a.seeds[1:]:
                     out += [Job(task, norm, lr, seed) for lr in dict.fromkeys([None, None if best in (None, base) else best])]
         return list(dict.fromkeys(out))
+
+    def hours_left(self, runs) -> float:
+        """About how many hours of one-job time are left: each task's jobs (named or not) times the
+        mean wall time of that task's finished runs (of all runs for a task with none yet)."""
+        walls: dict[str, list[float]] = {}
+        for r in runs:
+            walls.setdefault(r.task, []).append(float(r.summary.get("wall_time_s") or 0.0))
+        every = [w for ws in walls.values() for w in ws] or [0.0]
+        left: dict[str, int] = dict(self.unnamed)
+        for j in self.plan():
+            left[j.task] = left.get(j.task, 0) + 1
+        return sum(n * sum(walls.get(t, every)) / len(walls.get(t, every)) for t, n in left.items()) / 3600
 
     def plan(self) -> list[Job]:
         """Every job whose prerequisites are met and that is not finished, in priority order."""
@@ -249,11 +261,15 @@ def main(argv=None) -> int:
     runs = find_runs([a.out / "runs"]) if (a.out / "runs").exists() else []
     written = write_tuned_report(runs, a.out, a.factors, figures=not a.no_figures, extend=a.extend) if runs else None
     left = len(g.plan())
-    session = provenance.session("scripts/reproduce_tuned.py", argv, started, start, trained=trained, failed=n_failed)
+    session = None if a.no_train else provenance.session("scripts/reproduce_tuned.py", argv, started, start,
+                                                           trained=trained, failed=n_failed)
     record = provenance.record(a.out, f"make reproduce-tuned SCALE={a.scale}", commit, dirty, runs,
                         {"scale": a.scale, "tasks": a.tasks, "norms": a.norms, "seeds": a.seeds, "factors": a.factors,
-                         "extend": a.extend}, session, jobs_left=left,
-                        jobs_left_unnamed=g.unnamed)
+                         "extend": a.extend}, session,
+                        report_command=provenance.command("scripts/reproduce_tuned.py", argv) if a.no_train else None,
+                        jobs_left=left,
+                        jobs_left_unnamed=sum(g.unnamed.values()),
+                        job_hours_left=round(g.hours_left(runs), 1))
     status = record["runs"]
     write_json(a.out / "reproduce.json", record)
     if written:
@@ -261,14 +277,17 @@ def main(argv=None) -> int:
         head = [f"# Tuned comparison: scale {a.scale}", "",
                 f"- Command: `{record['make']}` (continues from the copies in runs/); runs trained at git commit "
                 f"`{commit}` ({'uncommitted changes, --working-tree' if dirty else 'clean checkout'}); tables written at `{record['report']['git_commit']}`",
-                f"- Runs: {', '.join(f'{v} {k}' for k, v in sorted(status.items()))}; jobs still to run: {left} named, about {g.unnamed} more; "
+                f"- Runs: {', '.join(f'{v} {k}' for k, v in sorted(status.items()))}; jobs still to run: {left} named, about "
+                f"{record['jobs_left_unnamed']} more once their lr is chosen (about {record['job_hours_left']} h of "
+                f"one-thread jobs); "
                 f"sum of the runs' own wall times {hours:.2f} h over {len(record['sessions'])} session(s)", ""]
         body = (a.out / "report.md").read_text().split("\n", 1)[1]
         atomic_write_bytes(a.out / "README.md", ("\n".join(head) + body).encode())
         print(written["main"].markdown())
     print(f"[tuned] {trained} trained this session, {n_failed} failed; {len(runs)} run copies; {left} jobs left"
           + (" (budget reached)" if stopped else "")
-          + (f"; about {g.unnamed} more once their lr is chosen" if g.unnamed else ""))
+          + (f"; about {record['jobs_left_unnamed']} more once their lr is chosen" if g.unnamed else "")
+          + (f"; about {record['job_hours_left']} h of one-thread jobs left" if left else ""))
     return 1 if n_failed else (3 if left else 0)
 
 

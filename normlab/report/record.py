@@ -52,13 +52,17 @@ def session(script: str, argv: Optional[list], started_utc: str, start: float, *
             "machine": pin.machine(), "data_dir": os.environ.get("NORMLAB_DATA")}
 
 
-def record(out: Path, make: str, commit: str, dirty: bool, runs: list[Run], grid: dict, this_session: dict,
-           **fields) -> dict:
+def record(out: Path, make: str, commit: str, dirty: bool, runs: list[Run], grid: dict,
+           this_session: Optional[dict], report_command: Optional[str] = None, **fields) -> dict:
+    """The folder's record; ``this_session`` None: a report-only pass, which trains nothing and is
+    not a session (the report stamp says when the tables were written)."""
     old = read(out)
+    kept = old.get("sessions") or [] if old.get("git_commit") == commit else []
+    kept = [s for s in kept if "--no-train" not in (s.get("command") or "")]   # older drivers logged those too
     return {"make": make,
             "git_commit": commit, "git_dirty": dirty,   # False: trained from a clean checkout of the commit
             "run_git_commits": counts(r.summary.get("git_commit") for r in runs),
-            "report": report_stamp(len(runs)),
+            "report": report_stamp(len(runs), **({"command": report_command} if report_command else {})),
             "runs_wall_time_s": round(sum(r.summary.get("wall_time_s", 0.0) for r in runs), 1),
             "grid": grid, "runs": counts(r.status for r in runs), **fields,
-            "sessions": [*(old.get("sessions") or [] if old.get("git_commit") == commit else []), this_session]}
+            "sessions": [*kept, *([this_session] if this_session else [])]}
