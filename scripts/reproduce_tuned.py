@@ -11,7 +11,8 @@ second-stage jobs go before the next task's first.
 
 Like ``make reproduce-table`` (scripts/reproduce.py) the grid is pinned to one commit
 (normlab.pin): the commit of the copies in <out>/runs, else that of results/<scale>'s fixed-lr
-grid, so both comparisons come from the same code and share their preset-lr runs
+grid, so both comparisons come from the same code and share their preset-lr runs (on a fresh
+clone, from the fixed-lr grid's committed copies in results/<scale>/runs)
 (<root>/<commit[:12]>/<scale>/xu2019/<task>/<norm>/[lr=<v>/]seed<k>). Every job is one
 ``normlab-train`` process run from a clean worktree of the commit; each finished run is copied to
 <out>/runs at once, so the copies can be committed while the grid runs, and a later session (on
@@ -93,8 +94,10 @@ def fixed_grid_commit(a) -> Optional[str]:
 
 
 class Grid:
-    def __init__(self, a, code: Optional[Path]):
+    def __init__(self, a, code: Optional[Path], commit: str = ""):
         self.a, self.code = a, code
+        fixed = fixed_grid_commit(a)
+        self.fixed_commit = bool(commit) and fixed == commit
         self.presets: dict[tuple[str, str], float] = {}
         self._final: dict[Job, tuple[Path, dict]] = {}
         self.unnamed: dict[str, int] = {}
@@ -105,6 +108,13 @@ class Grid:
     def copy_dir(self, job: Job) -> Path:
         return self.a.out / "runs" / job.rel()
 
+    def fixed_copy_dir(self, job: Job) -> Optional[Path]:
+        """A preset-lr run's copy in the fixed-lr grid's results (results/<scale>/runs): on a fresh
+        clone the run root is empty, and those runs are this grid's too when both grids have one commit."""
+        if job.lr is not None or not self.fixed_commit:
+            return None
+        return self.a.out.parent / self.a.scale / "runs" / job.task / job.norm / f"seed{job.seed}"
+
     def final_dir(self, job: Job) -> Optional[Path]:
         """The copy or run directory holding ``job``'s final summary; None while it is not finished."""
         self.summary(job)
@@ -113,7 +123,7 @@ class Grid:
     def summary(self, job: Job) -> dict:
         """``job``'s final summary ({} while it is not finished); read once, since a final one never changes."""
         if job not in self._final:
-            for d in (self.copy_dir(job), self.run_dir(job)):
+            for d in filter(None, (self.copy_dir(job), self.run_dir(job), self.fixed_copy_dir(job))):
                 try:
                     s = json.loads((d / "summary.json").read_text())
                 except (OSError, ValueError):
@@ -130,7 +140,8 @@ class Grid:
     def preset(self, task: str, norm: str) -> Optional[float]:
         """The preset lr, read from the preset-lr run's config (so it is the pinned commit's)."""
         if (task, norm) not in self.presets:
-            for d in (self.copy_dir(Job(task, norm, None, 1)), self.run_dir(Job(task, norm, None, 1))):
+            first = Job(task, norm, None, 1)
+            for d in filter(None, (self.copy_dir(first), self.run_dir(first), self.fixed_copy_dir(first))):
                 if (d / "config.yaml").exists():
                     self.presets[(task, norm)] = float(load_run(d).config["task"]["train"]["lr"])
                     break
@@ -197,7 +208,9 @@ class Grid:
                                   stderr=subprocess.STDOUT).returncode
 
     def copy(self, job: Job) -> None:
-        export_if_changed(self.run_dir(job), self.copy_dir(job))
+        src = self.final_dir(job) or self.run_dir(job)
+        if src != self.copy_dir(job):
+            export_if_changed(src, self.copy_dir(job))
 
 
 def train_all(a, g: Grid, start: float) -> tuple[int, int, bool]:
@@ -249,7 +262,7 @@ def main(argv=None) -> int:
         print(f"[tuned] error: {e}", file=sys.stderr)
         return 2
     a.root = pin.root_for(a.root.resolve(), commit, dirty)
-    g = Grid(a, code)
+    g = Grid(a, code, commit)
     print(f"[tuned] scale={a.scale} tasks={','.join(a.tasks)} norms={','.join(a.norms)} at commit {commit[:12]}; "
           f"lr factors {', '.join(f'{f:g}' for f in sorted({1.0, *a.factors}))}", flush=True)
     trained = n_failed = 0

@@ -1,7 +1,10 @@
 """A grid pinned to one commit (normlab.pin): trained from a clean worktree, never mixed with runs
 of other code, continued from committed copies on a fresh machine."""
 import json
+import os
+import shutil
 import subprocess
+import sys
 
 from helpers import REPO
 from test_reproduce import reproduce
@@ -30,6 +33,17 @@ def test_the_grid_is_trained_from_a_clean_checkout_of_its_commit(tmp_path, data_
     assert summary["git_commit"] == commit and summary["git_dirty"] is False
     rec = json.loads((tmp_path / "results" / "smoke" / "reproduce.json").read_text())
     assert rec["git_commit"] == commit and rec["git_dirty"] is False and rec["run_git_commits"] == {commit: 1}
+
+    # a fresh machine: the tuned grid at the same commit takes the preset-lr run from the fixed
+    # grid's committed copies instead of training it again, and copies it into its own results
+    shutil.rmtree(tmp_path / "runs")
+    tuned = subprocess.run([sys.executable, str(REPO / "scripts" / "reproduce_tuned.py"), "--scale", "smoke", "--tasks",
+                            "synthetic_cls", "--norms", "layernorm", "--seeds", "1", "--root", str(tmp_path / "runs"),
+                            "--budget-min", "0", "--no-figures"], cwd=tmp_path, capture_output=True, text=True,
+                           env={**os.environ, "NORMLAB_DATA": str(data_dir)}, timeout=600)
+    assert tuned.returncode == 3 and "4 jobs left (budget reached)" in tuned.stdout, tuned.stdout + tuned.stderr
+    copied = tmp_path / "results" / "smoke-tuned" / "runs" / "synthetic_cls" / "layernorm" / "seed1" / "summary.json"
+    assert json.loads(copied.read_text())["git_commit"] == commit
 
 
 def test_copies_of_another_commit_are_never_mixed_in(tmp_path, data_dir):
