@@ -11,9 +11,9 @@ second-stage jobs go before the next task's first.
 
 Like ``make reproduce-table`` (scripts/reproduce.py) the grid is pinned to one commit
 (normlab.pin): the commit of the copies in <out>/runs, else that of results/<scale>'s fixed-lr
-grid, so both comparisons come from the same code and share their preset-lr runs (on a fresh
-clone, from the fixed-lr grid's committed copies in results/<scale>/runs)
-(<root>/<commit[:12]>/<scale>/xu2019/<task>/<norm>/[lr=<v>/]seed<k>). Every job is one
+grid, so both comparisons come from the same code and share their preset-lr runs
+(<root>/<commit[:12]>/<scale>/xu2019/<task>/<norm>/[lr=<v>/]seed<k>; on a fresh clone, the
+fixed-lr grid's committed copies in results/<scale>/runs). Every job is one
 ``normlab-train`` process run from a clean worktree of the commit; each finished run is copied to
 <out>/runs at once, so the copies can be committed while the grid runs, and a later session (on
 any machine) continues from them. --budget-min stops starting jobs after that many minutes.
