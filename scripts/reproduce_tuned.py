@@ -39,7 +39,7 @@ from normlab.report import find_runs, load_run  # noqa: E402
 from normlab.report import record as provenance  # noqa: E402
 from normlab.report.runs import FINAL, export_if_changed  # noqa: E402
 from normlab.report.tuned import EXTEND, TUNED_NORMS, grid_lrs, select, write_tuned_report  # noqa: E402
-from normlab.rundir import atomic_write_bytes, write_json  # noqa: E402
+from normlab.rundir import atomic_write_bytes, criterion, write_json  # noqa: E402
 from normlab.tune import load_search  # noqa: E402
 
 ALL_TASKS = "rt,sst2,mnist,iwslt15_en_vi,iwslt14_de_en,enwik8,ptb,imdb"   # cheapest first
@@ -238,9 +238,9 @@ def train_all(a, g: Grid, start: float) -> tuple[int, int, bool]:
                 status = g.summary(job).get("status", f"exit {rc}")
                 trained += 1
                 if job.seed == 1 or status not in ("completed",):
-                    s = g.summary(job)
-                    print(f"[tuned] {job.rel()}: {status}"
-                          + (f", valid {s['best_valid'].get(s['metric'])}" if s.get("best_valid") else ""), flush=True)
+                    name, value, _ = criterion(g.summary(job))
+                    print(f"[tuned] {job.rel()}: {status}" + (f", valid {name} {value:.4g}" if value is not None else ""),
+                          flush=True)
                 if status not in FINAL:
                     failed.add(job)   # not retried in this session: its log says why
                     if len(failed) >= FAIL_FAST and len(failed) == trained:
