@@ -65,8 +65,9 @@ def parse(argv):
     p.add_argument("--norms", default=",".join(TUNED_NORMS))
     p.add_argument("--seeds", default="1,2,3", help="seed 1 chooses the lr; all are trained at it")
     p.add_argument("--search", default="lr_grid", help="hparams_search preset with the lr factors")
-    p.add_argument("--extend", type=int, default=EXTEND,
-                   help=f"widen the grid by at most this many 2x steps past an edge choice (default {EXTEND})")
+    p.add_argument("--extend", type=int, default=None,
+                   help="widen the grid by at most this many 2x steps past an edge choice (default: the "
+                        f"results' own, from their reproduce.json, else {EXTEND})")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     p.add_argument("--root", type=Path, default=Path.cwd() / "runs")
     p.add_argument("--out", type=Path, default=None, help="default ./results/<scale>-tuned")
@@ -81,6 +82,8 @@ def parse(argv):
     a.seeds = [int(s) for s in a.seeds.split(",")]
     a.out = (a.out or Path.cwd() / "results" / f"{a.scale}-tuned").resolve()
     a.factors = [float(f) for f in load_search(a.search)["params"]["task.train.lr"]["factor_choices"]]
+    if a.extend is None:   # a grid keeps its widening rule across sessions and report-only passes
+        a.extend = int((provenance.read(a.out).get("grid") or {}).get("extend", EXTEND))
     return a
 
 

@@ -1,0 +1,40 @@
+"""scripts/commit_results.sh: a results folder committed while its grid runs holds tables written
+from exactly the committed run copies."""
+import os
+import shutil
+import subprocess
+import sys
+
+from helpers import REPO, TEST_CACHE
+
+
+def sh(args, cwd, env, check=True):
+    out = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    assert not check or out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return out
+
+
+def test_commit_results_commits_copies_and_their_tables_together(tmp_path, data_dir):
+    clone = tmp_path / "clone"
+    env = {**os.environ, "NORMLAB_DATA": str(data_dir), "NORMLAB_CACHE": str(TEST_CACHE), "PYTHON": sys.executable,
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    sh(["git", "clone", "-q", "--no-hardlinks", str(REPO), str(clone)], tmp_path, env)
+    for path in ("scripts", "normlab"):   # the checkout under test, uncommitted edits included
+        shutil.copytree(REPO / path, clone / path, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+    sh(["git", "add", "-A", "scripts", "normlab"], clone, env)
+    sh(["git", "commit", "-qm", "code under test", "--allow-empty"], clone, env)
+    grid = [sys.executable, "scripts/reproduce_tuned.py", "--scale", "smoke", "--tasks", "synthetic_cls", "--norms",
+            "layernorm", "--seeds", "1", "--jobs", "2", "--no-figures", "--extend", "0"]
+    first = sh(grid, clone, {**env, "PYTHONPATH": str(clone)}, check=False)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    res = clone / "results" / "smoke-tuned"
+    before = {p.name: p.read_bytes() for p in res.glob("*.csv")}
+    for p in [*res.glob("*.csv"), *res.glob("*.md")]:   # tables missing, copies all there
+        p.unlink()
+    out = sh(["bash", "scripts/commit_results.sh", "results/smoke-tuned", "results: snapshot"], clone,
+             {**env, "PYTHONPATH": str(clone)})
+    assert "committed" in out.stdout
+    assert sh(["git", "status", "--short", "results"], clone, env).stdout == ""
+    committed = sh(["git", "show", "--stat", "--format=%s", "HEAD"], clone, env).stdout
+    assert committed.startswith("results: snapshot") and "lr_grid.csv" in committed and "summary.json" in committed
+    assert {p.name: p.read_bytes() for p in res.glob("*.csv")} == before
