@@ -103,6 +103,7 @@ class Grid:
         self.fixed_commit = bool(commit) and fixed == commit
         self.presets: dict[tuple[str, str], float] = {}
         self._final: dict[Job, tuple[Path, dict]] = {}
+        self._runs: dict = {}
         self.unnamed: dict[str, int] = {}
 
     def run_dir(self, job: Job) -> Path:
@@ -137,8 +138,10 @@ class Grid:
         return self._final.get(job, (None, {}))[1]
 
     def final_run(self, job: Job):
-        d = self.final_dir(job)
-        return load_run(d) if d else None
+        """``job``'s finished run, loaded once (grid_lrs and select ask for it on every pass)."""
+        if job not in self._runs and self.final_dir(job):
+            self._runs[job] = load_run(self.final_dir(job))
+        return self._runs.get(job)
 
     def preset(self, task: str, norm: str) -> Optional[float]:
         """The preset lr, read from the preset-lr run's config (so it is the pinned commit's)."""
