@@ -1,5 +1,6 @@
 """scripts/commit_results.sh: a results folder committed while its grid runs holds tables written
 from exactly the committed run copies."""
+import json
 import os
 import shutil
 import subprocess
@@ -38,3 +39,5 @@ def test_commit_results_commits_copies_and_their_tables_together(tmp_path, data_
     committed = sh(["git", "show", "--stat", "--format=%s", "HEAD"], clone, env).stdout
     assert committed.startswith("results: snapshot") and "lr_grid.csv" in committed and "summary.json" in committed
     assert {p.name: p.read_bytes() for p in res.glob("*.csv")} == before
+    record = json.loads((res / "reproduce.json").read_text())
+    assert record["report"]["command"].endswith("--no-train --out results/smoke-tuned"), record["report"]
