@@ -99,7 +99,7 @@ def main(argv=None):
     if args.child:
         print(json.dumps(child(args.child, args.scale, args.data, args.cache)))
         return
-    from bench_norms import load_average, machine, machine_block, markdown_table, median, write
+    from benchkit import load_average, machine, machine_block, markdown_table, median, write
     info = machine()
     rows, held_rows = [], []
     for task in args.tasks.split(","):

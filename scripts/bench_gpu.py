@@ -29,7 +29,7 @@ import torch
 from omegaconf import OmegaConf
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_norms import machine, machine_block, markdown_table, median, write  # noqa: E402
+from benchkit import machine, machine_block, markdown_table, median, write  # noqa: E402
 
 from normlab import accel  # noqa: E402
 from normlab.config import CONFIGS, load_job, train_config  # noqa: E402

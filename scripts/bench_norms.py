@@ -35,13 +35,7 @@ at the two large shapes and 0.25 at 4096x64; compare rows of one table, not acro
 from __future__ import annotations
 
 import argparse
-import ctypes
-import ctypes.util
-import datetime
-import os
 import random
-import shlex
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -52,72 +46,15 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 from torch.multiprocessing.reductions import StorageWeakRef
 
-from normlab import pin
 from normlab.norms import build_norm, native
+
+sys.path.insert(0, str(Path(__file__).parent))
+from benchkit import load_average, machine, machine_block, markdown_table, median, pin_malloc, write  # noqa: E402
 
 VARIANTS = ["layernorm", "layernorm_simple", "detachnorm", "detach_mean", "detach_var", "adanorm",
             "rmsnorm", "dyt", "scalenorm", "derf"]
 OFFICIAL = ["layernorm", "layernorm_simple", "detachnorm", "detach_mean", "detach_var", "adanorm",
             "rmsnorm"]  # the variants with a numerics option
-
-
-# ----------------------------------------------- shared with bench_step.py and bench_data.py
-
-def load_average() -> str:
-    try:
-        return " ".join(f"{v:.2f}" for v in os.getloadavg())
-    except OSError:
-        return "n/a"
-
-
-def machine() -> dict:
-    """What a benchmark table must state to be read: where, when, with what, how loaded."""
-    host = pin.machine()   # the facts reproduce.json records for a grid, plus what a timing depends on
-    info = {
-        "command": " ".join(shlex.quote(a) for a in ["python", *sys.argv]),
-        "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
-        "nproc": host["cpus"], "cpu": host["cpu"], "memory (GB)": host.get("memory_gb"), "torch": host["torch"],
-        "torch threads": torch.get_num_threads(),
-        "cpu capability": torch.backends.cpu.get_cpu_capability(),
-        "python": host["python"],
-        "load average at start (1/5/15 min)": load_average(),
-    }
-    if host["gpu"]:
-        info["cuda device"] = host["gpu"]
-    return info
-
-
-def median(xs) -> float:
-    return statistics.median(xs) if xs else float("nan")
-
-
-def markdown_table(header: list[str], rows: list[list]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    return "\n".join(lines + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows])
-
-
-def machine_block(info: dict) -> str:
-    return "\n".join(f"- {k}: `{v}`" if k == "command" else f"- {k}: {v}" for k, v in info.items())
-
-
-def write(path, text: str) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    print(f"wrote {path}")
-
-
-# ------------------------------------------------------------------------------ norm benchmark
-
-def pin_malloc() -> bool:
-    """Fixed glibc malloc thresholds: mmap only above 32 MiB (the largest glibc allows), never
-    give freed heap memory back. Returns False where there is no glibc mallopt."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c"))
-        m_trim_threshold, m_mmap_threshold = -1, -3
-        return bool(libc.mallopt(m_mmap_threshold, 32 << 20) and libc.mallopt(m_trim_threshold, 1 << 40))
-    except (OSError, AttributeError, TypeError):
-        return False
 
 
 class PeakMemory(TorchDispatchMode):

@@ -15,7 +15,7 @@ fast paths (normlab/norms/native.py).
 Also measured, with LayerNorm: a step with the gradient probe on (it runs every
 ``task.train.probe_every`` steps), collating a batch (``train_batches(...)[i]``, done by the fit
 loop before each step), and deterministic algorithms (the runner's default) against torch's
-default. Clock and malloc as in bench_norms.py (one thread: thread CPU time; pinned glibc
+default. Clock as in bench_norms.py, malloc pinned as in benchkit.py (one thread: thread CPU time; pinned glibc
 malloc unless --malloc default).
 """
 from __future__ import annotations
@@ -36,7 +36,7 @@ from omegaconf import OmegaConf
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
-from bench_norms import (load_average, machine, machine_block, markdown_table, median,  # noqa: E402
+from benchkit import (load_average, machine, machine_block, markdown_table, median,  # noqa: E402
                          pin_malloc, write)
 
 SWEEP_NORMS = "none,layernorm,layernorm_simple,detachnorm,detach_mean,detach_var,adanorm,rmsnorm,dyt"
