@@ -18,11 +18,11 @@ import math
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..rundir import atomic_write_bytes, criterion as summary_criterion  # noqa: E402
-from .aggregate import NORM_LABELS, Cell, Grid, data_sentence, fmt  # noqa: E402
-from .findings import findings, findings_table  # noqa: E402
-from .runs import Run  # noqa: E402
-from .tables import Table  # noqa: E402
+from ..rundir import atomic_write_bytes, criterion as summary_criterion
+from .aggregate import NORM_LABELS, Cell, Grid, data_sentence, fmt
+from .findings import findings, findings_table
+from .runs import Run
+from .tables import Table
 
 EXTEND = 2   # at most this many 2x steps beyond each edge of the planned grid
 FINISHED = ("completed", "diverged")
