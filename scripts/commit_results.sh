@@ -21,18 +21,11 @@ git add "$res/runs" $(ls "$res/reproduce.json" 2>/dev/null)   # the record keeps
 git archive "$(git write-tree)":"$res" | tar -x -C "$snap"
 rc=0
 if [[ $name == *-tuned ]]; then
-  "$py" scripts/reproduce_tuned.py --scale "$scale" --no-train --out "$snap" > "$snap.log" || rc=$?
+  "$py" scripts/reproduce_tuned.py --scale "$scale" --no-train --out "$snap" --record-out "$res" > "$snap.log" || rc=$?
 else
-  "$py" scripts/reproduce.py --scale "$scale" --report-only --out "$snap" > "$snap.log" || rc=$?
+  "$py" scripts/reproduce.py --scale "$scale" --report-only --out "$snap" --record-out "$res" > "$snap.log" || rc=$?
 fi
 tail -1 "$snap.log"; rm -f "$snap.log"
-# the report stamp names the folder the tables belong to, not the scratch copy they were written in
-if [[ -f $snap/reproduce.json ]]; then
-  "$py" -c 'import json, sys; from normlab.rundir import write_json; p, snap, res = sys.argv[1:]; d = json.load(open(p))
-r = d.get("report") or {}
-if "command" in r: r["command"] = r["command"].replace(f"--out {snap}", f"--out {res}")
-write_json(p, d)' "$snap/reproduce.json" "$snap" "$res"
-fi
 # 3: the grid has jobs left, which is why this script exists
 if (( rc != 0 && rc != 3 )); then echo "the report failed (exit $rc); nothing committed" >&2; exit 1; fi
 # the tuned report also copies runs finished since (final runs never change): keep those it used

@@ -72,6 +72,7 @@ def parse(argv):
     p.add_argument("--fresh", action="store_true",
                    help="drop the run copies in <out>/runs and re-train the grid (at --commit or HEAD)")
     p.add_argument("--out", type=Path, default=None, help="results folder (default ./results/<scale>)")
+    p.add_argument(provenance.RECORD_OUT, default=None, help=provenance.RECORD_OUT_HELP)
     p.add_argument("--no-train", action="store_true", help="only report on the runs already there")
     p.add_argument("--no-figures", action="store_true")
     p.add_argument("--report-only", action="store_true",

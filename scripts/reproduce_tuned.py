@@ -58,6 +58,7 @@ def parse(argv):
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     p.add_argument("--root", type=Path, default=Path.cwd() / "runs")
     p.add_argument("--out", type=Path, default=None, help="default ./results/<scale>-tuned")
+    p.add_argument(provenance.RECORD_OUT, default=None, help=provenance.RECORD_OUT_HELP)
     p.add_argument("--commit", default=None, help="train at this commit (default: see above)")
     p.add_argument("--working-tree", action="store_true",
                    help="train from this checkout as it is (development and tests; see scripts/reproduce.py)")

@@ -41,3 +41,12 @@ def test_commit_results_commits_copies_and_their_tables_together(tmp_path, data_
     assert {p.name: p.read_bytes() for p in res.glob("*.csv")} == before
     record = json.loads((res / "reproduce.json").read_text())
     assert record["report"]["command"].endswith("--no-train --out results/smoke-tuned"), record["report"]
+
+
+def test_recorded_command_names_the_record_out_folder():
+    from normlab.report.record import command
+    assert command("s.py", ["--scale", "mini", "--out", "/tmp/x", "--record-out", "results/mini"]) == \
+        "python s.py --scale mini --out results/mini"
+    assert command("s.py", ["--out=/tmp/x", "--record-out=results/mini", "--no-train"]) == \
+        "python s.py --no-train --out results/mini"
+    assert command("s.py", ["--out", "/tmp/x"]) == "python s.py --out /tmp/x"

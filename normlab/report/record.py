@@ -37,8 +37,30 @@ def counts(values: Iterable) -> dict:
     return dict(Counter(str(v) for v in values))
 
 
+RECORD_OUT = "--record-out"
+RECORD_OUT_HELP = ("the results folder the report stamp names (default --out): scripts/commit_results.sh writes "
+                   "the tables in a scratch copy of that folder")
+
+
 def command(script: str, argv: Optional[list]) -> str:
-    return shlex.join(["python", script, *(sys.argv[1:] if argv is None else argv)])
+    """The command line that re-creates the folder: ``--record-out F`` recorded as ``--out F``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    named = _pop(args, RECORD_OUT)
+    if named is not None:
+        _pop(args, "--out")
+        args += ["--out", named]
+    return shlex.join(["python", script, *args])
+
+
+def _pop(args: list, flag: str) -> Optional[str]:
+    """Remove ``flag VALUE`` or ``flag=VALUE`` from args; its value, or None when it is not there."""
+    for i, arg in enumerate(args):
+        if arg == flag and i + 1 < len(args):
+            del args[i]
+            return args.pop(i)
+        if arg.startswith(flag + "="):
+            return args.pop(i)[len(flag) + 1:]
+    return None
 
 
 def report_stamp(n_runs: int, **fields) -> dict:
