@@ -95,6 +95,9 @@ def test_tuned_comparison_end_to_end_and_continued_from_copies(tmp_path, data_di
         held_out = "–" if chosen == preset else f"{test_acc(copies / norm / f'lr={chosen:g}') - test_acc(copies / norm):+.2f}"
         assert row[6].split()[0] == held_out, row
     assert (res / "figures" / "lr_sensitivity.png").read_bytes()[:4] == b"\x89PNG"
+    report = (res / "report.md").read_text()
+    own = report.split("The claims across tasks, every norm at its own chosen lr")[1]
+    assert "LayerNorm-simple ≥ LayerNorm" in own and "sign test" in own and "after Holm" in own
     rec = json.loads((res / "reproduce.json").read_text())
     assert rec["jobs_left"] == 0 and rec["runs"] == {"completed": expected}
     assert [s["trained"] for s in rec["sessions"]] == [0, expected - 2]   # 2 came from the fixed-lr grid

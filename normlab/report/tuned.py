@@ -20,7 +20,7 @@ from typing import Callable, Optional
 
 from ..rundir import atomic_write_bytes, criterion as summary_criterion
 from .aggregate import NORM_LABELS, Cell, Grid, data_sentence, fmt
-from .findings import findings, findings_table
+from .findings import findings, findings_table, summary_lines
 from .runs import Run
 from .tables import Table
 
@@ -248,6 +248,9 @@ def write_tuned_report(runs: list[Run], out: Path, factors: list[float], figures
              "Each norm at its own learning rate (chosen on seed 1's validation score) beside the preset lr "
              "that was tuned on LayerNorm; see normlab/report/tuned.py for the protocol.", ""]
     parts += [t.markdown() + "\n" for t in tables]
+    for label, fs in (("every norm at the preset lr", fixed_f), ("every norm at its own chosen lr", tuned_f)):
+        if fs:   # the sign test across tasks sits beside the per-task verdicts, as in the fixed-lr report
+            parts += [f"### The claims across tasks, {label}", "", *summary_lines(fs), ""]
     if caption:
         parts += ["![lr sensitivity](figures/lr_sensitivity.png)", "", f"*{caption}*", ""]
     atomic_write_bytes(out / "report.md", ("\n".join(parts) + "\n").encode())
