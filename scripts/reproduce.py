@@ -35,6 +35,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -139,7 +140,7 @@ def report_only(a, argv) -> int:
     rec = json.loads((a.out / "reproduce.json").read_text())
     rec["report"] = provenance.report_stamp(len(runs), command=provenance.command("scripts/reproduce.py", argv))
     write_json(a.out / "reproduce.json", rec)
-    atomic_write_bytes(a.out / "README.md", readme(rec, a.out).encode())
+    atomic_write_bytes(a.out / "README.md", readme(rec, a.out, a.record_out).encode())
     print(written["main"].markdown())
     print(f"[reproduce] report of {len(runs)} run copies -> {a.out} (git {rec['report']['git_commit']}"
           + (", dirty" if rec["report"]["git_dirty"] else "") + ")")
@@ -191,7 +192,7 @@ def main(argv=None) -> int:
                         absent=absent)
     status = record["runs"]
     write_json(a.out / "reproduce.json", record)
-    atomic_write_bytes(a.out / "README.md", readme(record, a.out).encode())
+    atomic_write_bytes(a.out / "README.md", readme(record, a.out, a.record_out).encode())
     wandb_opts = wandb_options(a.overrides)
     if wandb_opts is not None and runs:
         run_id = log_results(a.out, a.scale, NAME, wandb_opts, a.root / a.scale / "wandb", record)
@@ -232,7 +233,9 @@ def _rel(path: Path) -> str:
         return str(path)
 
 
-def readme(rec: dict, out: Path) -> str:
+def readme(rec: dict, out: Path, shown: Optional[str] = None) -> str:
+    """The results folder's README; ``shown``: the folder's name in it (--record-out), default ``out``."""
+    shown = shown or _rel(out)
     sessions = rec.get("sessions") or []
     if not sessions and "machine" in rec:   # a record written before sessions were kept
         sessions = [{"command": rec.get("command"), "started_utc": rec.get("started_utc"), "machine": rec["machine"],
@@ -243,7 +246,7 @@ def readme(rec: dict, out: Path) -> str:
     lines = [
         f"# Results: scale {rec['grid']['scale']}", "",
         f"- Command: `{rec['make']}`; it trains what is missing (continuing from the run copies in "
-        f"`{_rel(out)}/runs`) and re-writes these tables",
+        f"`{shown}/runs`) and re-writes these tables",
         f"- Runs trained at git commit `{rec['git_commit']}`"
         + (" with uncommitted changes (--working-tree)" if rec["git_dirty"] else " (a clean checkout)")
         + "; commits recorded by the runs: "
@@ -261,7 +264,7 @@ def readme(rec: dict, out: Path) -> str:
         hw = f"{m.get('cpus')} × {m.get('cpu')}" + (f", GPU {m['gpu']}" if m.get("gpu") else "")
         lines.append(f"  - {x['started_utc']}: {x.get('trained', 0)} run(s) in {x['wall_time_s'] / 60:.0f} min on "
                      f"{hw}; Python {m.get('python')}, torch {m.get('torch')}; `{x['command']}`")
-    lines += [f"- Re-create the tables from the copies of the runs: `normlab-report {_rel(out)}/runs --out /tmp/report`", ""]
+    lines += [f"- Re-create the tables from the copies of the runs: `normlab-report {shown}/runs --out /tmp/report`", ""]
     report = out / "report.md"
     if report.exists():
         body = report.read_text().split("\n", 1)[1]  # drop report.md's own title

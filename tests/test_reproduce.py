@@ -190,3 +190,16 @@ def test_committed_tables_are_recreated_from_committed_runs(res, tmp_path):
     assert committed
     for p in committed:
         assert p.read_bytes() == (tmp_path / p.name).read_bytes(), f"{p} differs from normlab-report's output"
+
+
+@pytest.mark.parametrize("res", COMMITTED, ids=[p.name for p in COMMITTED])
+def test_committed_results_name_their_own_folder(res):
+    """Tables written in a scratch copy (scripts/commit_results.sh) still point at the results folder."""
+    name = f"results/{res.name}"
+    record = json.loads((res / "reproduce.json").read_text()) if (res / "reproduce.json").exists() else {}
+    command = (record.get("report") or {}).get("command", "")
+    assert "--out" not in command or command.endswith(f"--out {name}"), command
+    readme = (res / "README.md").read_text()
+    assert "/tmp/tmp" not in readme
+    if "normlab-report" in readme:
+        assert f"normlab-report {name}/runs" in readme
