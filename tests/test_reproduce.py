@@ -179,7 +179,8 @@ def test_committed_tables_are_recreated_from_committed_runs(res, tmp_path):
         from normlab.report.tuned import write_tuned_report
         from normlab.tune import load_search
         factors = load_search("lr_grid")["params"]["task.train.lr"]["factor_choices"]
-        written = write_tuned_report(find_runs([res / "runs"]), tmp_path, factors, figures=False)
+        extend = json.loads((res / "reproduce.json").read_text())["grid"]["extend"]   # as the driver reads it
+        written = write_tuned_report(find_runs([res / "runs"]), tmp_path, factors, figures=False, extend=extend)
         own = {Path(p).stem for p in written["tables"]}
     else:
         out = subprocess.run([sys.executable, "-m", "normlab.report.cli", str(res / "runs"), "--out", str(tmp_path),
