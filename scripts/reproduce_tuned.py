@@ -35,7 +35,7 @@ from normlab import pin  # noqa: E402
 from normlab.report import find_runs  # noqa: E402
 from normlab.report import record as provenance  # noqa: E402
 from normlab.report.runs import FINAL  # noqa: E402
-from normlab.report.tuned import EXTEND, TUNED_NORMS, write_tuned_report  # noqa: E402
+from normlab.report.tuned import EXTEND, TUNED_NORMS, recorded_extend, write_tuned_report  # noqa: E402
 from normlab.report.tuned_grid import Grid, Job, fixed_grid_commit  # noqa: E402
 from normlab.rundir import atomic_write_bytes, criterion, write_json  # noqa: E402
 from normlab.tune import load_search  # noqa: E402
@@ -71,7 +71,7 @@ def parse(argv):
     a.out = (a.out or Path.cwd() / "results" / f"{a.scale}-tuned").resolve()
     a.factors = [float(f) for f in load_search(a.search)["params"]["task.train.lr"]["factor_choices"]]
     if a.extend is None:   # a grid keeps its widening rule across sessions and report-only passes
-        a.extend = int((provenance.read(a.out).get("grid") or {}).get("extend", EXTEND))
+        a.extend = recorded_extend(a.out)
     return a
 
 

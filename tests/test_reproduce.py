@@ -176,11 +176,11 @@ COMMITTED = sorted(p.parent for p in (REPO / "results").glob("*/runs")) if (REPO
 def test_committed_tables_are_recreated_from_committed_runs(res, tmp_path):
     if res.name.endswith("-tuned"):   # make reproduce-tuned's own report (normlab/report/tuned.py)
         from normlab.report import find_runs
-        from normlab.report.tuned import write_tuned_report
+        from normlab.report.tuned import recorded_extend, write_tuned_report
         from normlab.tune import load_search
         factors = load_search("lr_grid")["params"]["task.train.lr"]["factor_choices"]
-        extend = json.loads((res / "reproduce.json").read_text())["grid"]["extend"]   # as the driver reads it
-        written = write_tuned_report(find_runs([res / "runs"]), tmp_path, factors, figures=False, extend=extend)
+        written = write_tuned_report(find_runs([res / "runs"]), tmp_path, factors, figures=False,
+                                     extend=recorded_extend(res))
         own = {Path(p).stem for p in written["tables"]}
     else:
         out = subprocess.run([sys.executable, "-m", "normlab.report.cli", str(res / "runs"), "--out", str(tmp_path),

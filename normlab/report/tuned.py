@@ -21,6 +21,7 @@ from typing import Callable, Optional
 from ..rundir import atomic_write_bytes, criterion as summary_criterion
 from .aggregate import NORM_LABELS, Cell, Grid, data_sentence, fmt
 from .findings import findings, findings_table, summary_lines
+from .record import read as read_record
 from .runs import Run
 from .tables import Table
 
@@ -230,15 +231,22 @@ def survives_table(grid: Grid, fixed: list, tuned: list) -> Table:
     return t
 
 
+def recorded_extend(out: Path) -> int:
+    """The widening rule a results folder's grid was run with (its reproduce.json), so later
+    sessions and report-only passes keep it; EXTEND for a new folder."""
+    return int((read_record(out).get("grid") or {}).get("extend", EXTEND))
+
+
 def write_tuned_report(runs: list[Run], out: Path, factors: list[float], figures: bool = True,
                        extend: int = EXTEND) -> dict:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     sw = Sweep(runs, factors, extend)
     tables = [lr_grid_table(sw), tuned_table(sw)]
-    fixed_f, tuned_f = findings(Grid(fixed_runs(sw))), findings(Grid(tuned_runs(sw)))
+    tuned_grid = Grid(tuned_runs(sw))
+    fixed_f, tuned_f = findings(Grid(fixed_runs(sw))), findings(tuned_grid)
     if tuned_f:
-        ft = findings_table(Grid(tuned_runs(sw)), tuned_f)
+        ft = findings_table(tuned_grid, tuned_f)
         ft.key, ft.title = "tuned_findings", "Findings with every norm at its own chosen lr"
         tables += [ft, survives_table(sw.grid, fixed_f, tuned_f)]
     paths = [p for t in tables for p in t.write(out)]

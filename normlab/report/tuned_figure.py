@@ -45,7 +45,7 @@ def lr_figure(sw: Sweep, out: Path) -> Optional[str]:
         ax.set_title(f"{task} (valid {name} {'↑' if higher else '↓'})", fontsize=9)
         ax.set_xlabel("lr / preset lr", fontsize=8)
         ax.tick_params(labelsize=7)
-        ax.tick_params(axis="x", labelrotation=45)   # half-octave steps: upright labels run into each other
+        ax.tick_params(axis="x", labelrotation=45)   # half-octave ticks: upright labels run into each other
     for ax in list(axes.flat)[len(tasks):]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=6)
