@@ -6,14 +6,15 @@ PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.*
 SCALE ?= mini
 TASKS ?= iwslt14_de_en,iwslt15_en_vi,enwik8,imdb,rt,sst2,mnist,ptb
-SEEDS ?= 1,2,3
+SEEDS ?=
+STUDY ?= fixed
 JOBS ?= 2
 TASK ?= rt
 NORM ?= layernorm
 SEED ?= 1
 export NORMLAB_DATA ?= $(abspath ../shared/data)
 
-.PHONY: help install demo test test-slow train sweep reproduce-table reproduce-tuned gpu-wheels bench clean fairseq-env test-fairseq compare-fairseq
+.PHONY: help install demo test test-slow train sweep reproduce-table reproduce-tuned reproduce-prenorm grid-start grid-status grid-stop gpu-wheels bench clean fairseq-env test-fairseq compare-fairseq
 
 help:  ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -44,16 +45,33 @@ train: $(PY)  ## one job: make train TASK=rt NORM=adanorm SEED=1 SCALE=mini
 	$(VENV)/bin/normlab-train task=$(TASK) norm=$(NORM) seed=$(SEED) scale=$(SCALE)
 
 sweep: $(PY)  ## task x norm x seed grid: make sweep TASKS=rt NORMS=layernorm,layernorm_simple SEEDS=1,2,3
-	$(VENV)/bin/normlab-train --multirun task=$(TASKS) norm=$(or $(NORMS),layernorm,layernorm_simple) seed=$(SEEDS) scale=$(SCALE)
+	$(VENV)/bin/normlab-train --multirun task=$(TASKS) norm=$(or $(NORMS),layernorm,layernorm_simple) seed=$(or $(SEEDS),1,2,3) scale=$(SCALE)
 
-reproduce-table: $(PY)  ## the paper's tables/figures: make reproduce-table [SCALE=mini|paper] [TASKS=...] [SEEDS=...]
-	$(PY) scripts/reproduce.py --scale $(SCALE) --tasks $(TASKS) --seeds $(SEEDS) --jobs $(JOBS)
+# The studies (docs/studies.md). SEEDS: the evaluation seeds by default (normlab/configs/study/seeds.yaml);
+# BUDGET_MIN: start no job after that many minutes; COMMIT: train at that commit.
+STUDY_ARGS = --scale $(SCALE) --jobs $(JOBS) $(if $(BUDGET_MIN),--budget-min $(BUDGET_MIN)) $(if $(COMMIT),--commit $(COMMIT))
 
-# Each norm at its own lr: seed 1 at 5 lrs spanning 8x, the best on validation, then every seed;
-# pinned to the fixed-lr grid's commit. BUDGET_MIN stops starting jobs (commit results/*-tuned/runs, re-run later).
-reproduce-tuned: $(PY)  ## each norm at its own lr: make reproduce-tuned [SCALE=mini] [TUNED_TASKS=rt,sst2] [BUDGET_MIN=60]
-	$(PY) scripts/reproduce_tuned.py --scale $(SCALE) --jobs $(JOBS) $(if $(TUNED_TASKS),--tasks $(TUNED_TASKS)) \
-	  $(if $(BUDGET_MIN),--budget-min $(BUDGET_MIN))
+reproduce-table: $(PY)  ## the fixed-lr study, then its tables: make reproduce-table [SCALE=mini] [TASKS=...] [SEEDS=...] [BUDGET_MIN=60]
+	$(PY) scripts/reproduce.py $(STUDY_ARGS) --tasks $(TASKS) $(if $(SEEDS),--seeds $(SEEDS))
+
+# Each norm at its own lr: seed 1 (the selection seed) at 5 lrs spanning 8x, the best on validation, then
+# the evaluation seeds at it; the selection already committed is read, not re-trained.
+reproduce-tuned: $(PY)  ## each norm at its own lr: make reproduce-tuned [SCALE=mini] [TUNED_TASKS=rt,sst2] [SEEDS=...] [BUDGET_MIN=60]
+	$(PY) scripts/reproduce_tuned.py $(STUDY_ARGS) $(if $(TUNED_TASKS),--tasks $(TUNED_TASKS)) \
+	  $(if $(SEEDS),--evaluation-seeds $(SEEDS))
+
+reproduce-prenorm: $(PY)  ## enwik8 with pre-norm, all 9 norms: make reproduce-prenorm [SEEDS=...] [BUDGET_MIN=60]
+	$(PY) scripts/reproduce.py --study prenorm $(STUDY_ARGS) $(if $(SEEDS),--seeds $(SEEDS))
+
+grid-start: $(PY)  ## a detached slice: make grid-start STUDY=fixed|tuned|prenorm BUDGET_MIN=110 [COMMIT=sha]
+	scripts/grid.sh start $(STUDY) $(or $(BUDGET_MIN),$(error BUDGET_MIN= is required)) --scale $(SCALE) --jobs $(JOBS) \
+	  $(if $(COMMIT),--commit $(COMMIT))
+
+grid-status:  ## is the slice running, its log's tail, and the study's plan: make grid-status STUDY=fixed
+	scripts/grid.sh status $(STUDY) --scale $(SCALE)
+
+grid-stop:  ## stop the slice cleanly (its jobs write checkpoints): make grid-stop STUDY=fixed
+	scripts/grid.sh stop $(STUDY)
 
 # The GPU machine of the device tool has no network and lacks these pure-Python packages.
 gpu-wheels: $(PY)  ## .whl/: hydra-core, omegaconf, antlr4, sacremoses for scripts/gpu_check.sh on a GPU machine

@@ -182,13 +182,17 @@ def load_job(cfg: DictConfig, overrides: Optional[list[str]] = None) -> Job:
             raise ConfigError(f"logger.{backend}={value!r}: must be true or false (normlab/configs/logger/*.yaml)")
     if not isinstance(config.get("seed"), int) or config["seed"] < 0:
         raise ConfigError(f"seed={config.get('seed')!r}: must be an integer >= 0")
+    if config.get("seed_role") not in (None, "selection", "evaluation"):
+        raise ConfigError(f"seed_role={config.get('seed_role')!r}: must be selection, evaluation or null "
+                          "(normlab/configs/study/seeds.yaml)")
     job_cfg = OmegaConf.create(config)
     OmegaConf.set_readonly(job_cfg, True)
     return Job(job_cfg, config, train, varied(config))
 
 
 # Keys that may differ between an interrupted run and its resumption.
-RUNTIME_KEYS = ("paths", "logger", "device", "progress", "threads", "compile")
+# seed_role labels a run for the reports (normlab.study.roles); it changes nothing it computes.
+RUNTIME_KEYS = ("paths", "logger", "device", "progress", "threads", "compile", "seed_role")
 
 
 # Keys added after runs were already on disk, with the value that does what the code did before

@@ -52,8 +52,8 @@ def commit_of_copies(where: Path) -> Optional[str]:
     found = sorted({c for c in _copy_commits(where) if c})
     if len(found) > 1:
         raise PinError(f"{where} holds runs of {len(found)} commits ({', '.join(c[:12] for c in found)}); a table "
-                       "must not mix code versions: remove the copies of all but one commit, or re-train the grid "
-                       "from scratch (--fresh)")
+                       "must not mix code versions: remove the copies of all but one commit, or discard them and "
+                       "re-train the study (--discard-staging <that folder>)")
     return found[0] if found else None
 
 
@@ -76,12 +76,13 @@ def resolve(copies: Path, requested: Optional[str] = None, working_tree: bool = 
     if not working_tree:
         if found and found.endswith("-dirty"):
             raise PinError(f"the run copies in {copies} were trained from uncommitted code (--working-tree); "
-                           "pass --fresh to re-train them from a commit")
+                           "discard them (--discard-staging <that folder>) to re-train them from a commit")
         return choose(requested, found or (None if requested else fallback), copies), None, False
     commit, is_dirty = head(), dirty()
     if found and found != commit + ("-dirty" if is_dirty else ""):
         raise PinError(f"--working-tree: the run copies in {copies} come from {found[:12]}, and this checkout is "
-                       f"{commit[:12]}{' with changes' if is_dirty else ''}; drop --working-tree, or pass --fresh")
+                       f"{commit[:12]}{' with changes' if is_dirty else ''}; drop --working-tree, or discard them "
+                           "(--discard-staging <that folder>)")
     return commit, REPO, is_dirty
 
 
@@ -91,7 +92,7 @@ def choose(requested: Optional[str], copies: Optional[str], where: Path) -> str:
         full = git("rev-parse", "--verify", f"{requested}^{{commit}}")
         if copies and full != copies:
             raise PinError(f"--commit {requested} is {full[:12]}, but the run copies in {where} come from "
-                           f"{copies[:12]}: continue at {copies[:12]}, or pass --fresh to re-train the grid at "
+                           f"{copies[:12]}: continue at {copies[:12]}, or discard them (--discard-staging) to re-train at "
                            f"{full[:12]}")
         return full
     if copies:
@@ -113,7 +114,8 @@ def checkout(commit: str) -> Path:
             git("cat-file", "-e", f"{commit}^{{commit}}")
         except PinError:
             raise PinError(f"commit {commit[:12]} is not in this clone (the run copies came from it): fetch it "
-                           "(git fetch --unshallow on a shallow clone), or pass --fresh to re-train") from None
+                           "(git fetch --unshallow on a shallow clone), or discard the copies (--discard-staging) to "
+                           "re-train") from None
         path.parent.mkdir(parents=True, exist_ok=True)
         git("worktree", "prune")
         git("worktree", "add", "--detach", str(path), commit)

@@ -105,6 +105,7 @@ def prepare(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = Non
         return job, None, done
     data_dir = Path(job.paths.data_dir) / job.task.name
     task = task_cls(job.cfg.task, data_dir, Path(job.paths.cache_dir))
+    task.run_seed = job.seed
     distributed.main_first(ctx, task.setup, USER_ERRORS)  # rank 0 fills the cache, then the others read it
     return job, task, None
 
@@ -235,7 +236,8 @@ def _summarise(job, task, trainer, run_dir, status, error, test, previous, start
     st = trainer.state
     summary = {
         "status": status, "error": error, "task": job.task.name, "norm": job.norm.name,
-        "norm_options": job.config["norm"].get("options") or {}, "seed": job.seed, "scale": job.scale,
+        "norm_options": job.config["norm"].get("options") or {}, "seed": job.seed, "seed_role": job.config.get("seed_role"),
+        "scale": job.scale,
         "setting": short_setting(job),
         "name": job.name, "metric": task.metric, "higher_is_better": task.higher_is_better,
         "data": task.data_info, "steps": st.step, "epochs": st.epoch, "best_step": st.best_step,

@@ -36,6 +36,7 @@ def child(task_name: str, scale: str, data: str, cache: str) -> dict:
     torch.set_num_threads(1)
     job = compose(task_name, "layernorm", scale, Path(data), Path(cache))
     task = get_task_class(job.task.name)(job.task, Path(job.paths.data_dir) / job.task.name, Path(cache))
+    task.run_seed = job.seed
     w0, c0 = time.perf_counter(), time.process_time()
     task.setup()
     w1, c1 = time.perf_counter(), time.process_time()

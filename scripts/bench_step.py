@@ -146,6 +146,7 @@ def measure(args, tmp: Path, info: dict) -> str:
         torch.use_deterministic_algorithms(bool(job.deterministic), warn_only=True)  # as the runner
         if task is None:
             task = get_task_class(job.task.name)(job.task, Path(job.paths.data_dir) / job.task.name, tmp)
+            task.run_seed = job.seed
             task.setup()
             index = task.train_batches(0, job.seed)
             batches = [index[i] for i in range(min(args.batches, len(index)))]

@@ -1,39 +1,43 @@
 #!/usr/bin/env python
-"""``make reproduce-table``: train what is missing of the paper's grid, then write results/<scale>/.
+"""``make reproduce-table``: train what is missing of a fixed-lr study, then write results/<folder>/.
 
-    python scripts/reproduce.py --scale mini --tasks rt,sst2 --seeds 1,2,3 --jobs 2
+    python scripts/reproduce.py --scale mini --jobs 2 --budget-min 110      # the fixed-lr grid
+    python scripts/reproduce.py --study prenorm --scale mini --plan        # the pre-norm enwik8 study
 
-1. The grid is tasks x (the norms of the chosen tables) x seeds, pinned to one git commit
-   (normlab.pin): the commit of the run copies already in <out>/runs, else a clean HEAD. Its runs
-   live in <root>/<commit[:12]>/<scale>/xu2019/<task>/<norm>/seed<k> and are trained from a clean
-   worktree of that commit, so every run of a table comes from the same code.
-2. A run counts as finished when its compact copy in <out>/runs (committed, e.g. by an earlier
-   session on another machine) or its run directory has a final summary (completed or diverged).
-   Copies are restored into the run root, so the sweep skips them.
-3. If anything is missing, one Hydra sweep (normlab/configs/experiment/xu2019.yaml: joblib
-   launcher, --jobs jobs, cores/jobs torch threads each) runs the grid: the runner skips finished
-   runs and resumes interrupted or failed ones. Each run is copied to <out>/runs as soon as it
-   finishes, so the copies can be committed while the grid runs (a grid may span sessions).
-4. The report (normlab.report.write_report) is written from the copies, so `normlab-report
-   <out>/runs --out DIR` re-creates the committed tables exactly. <out>/reproduce.json and
-   <out>/README.md record the runs' commit, every session that trained part of the grid (command,
-   machine, wall time, runs trained), and what the report says.
-Exit status: 0, or 1 when a run of the grid failed or is missing (the report is written anyway).
+Studies (normlab/study/studies.py): ``fixed`` (the paper's tables and the beyond-the-paper norms:
+tasks x norms x seeds at the preset lr, results/<scale>) and ``prenorm`` (enwik8 with pre-norm,
+results/<scale>-enwik8-prenorm). The seeds are the evaluation seeds by default; which seeds select
+and which evaluate is declared once in normlab/configs/study/seeds.yaml, and every run records its
+role (``seed_role``).
 
+1. The study is pinned to one git commit (normlab.study.staging): that of its staged copies, else
+   of a sibling study's, else --commit, else a clean HEAD. Its runs live in
+   <root>/<commit[:12]>/<scale>/<name>/<task>/<norm>/seed<k> and are trained from a clean worktree
+   of that commit, so every run of a table comes from the same code.
+2. A run is finished when a final summary (completed or diverged) of that commit is in its staged
+   copy (results/staging/<folder>/runs), its run directory or the folder's committed copies.
+3. The jobs are normlab-train processes, --jobs at a time (normlab.study.executor): --budget-min
+   starts none after that many minutes; SIGTERM/SIGINT stop the slice cleanly (the running jobs
+   write a checkpoint); a restart resumes and never re-trains a finished run. Each finished run is
+   copied to the staging folder at once, so a slice's runs can be committed while main stays green.
+4. Once every run is finished, the staged copies replace the reported ones in results/<folder>/runs
+   (the selection record's copies stay) and the report is written from them; reproduce.json and
+   README.md record the commit, the seeds' roles and every slice (command, machine, wall time).
+Exit status: 0 (also when a budget or a signal ended the slice: it says what is left), 1 when a
+run failed, 2 when the study cannot be pinned.
+
+``--plan`` prints every run of the study, which are done and where, and the hours and disk left.
 ``--report-only`` re-writes the tables from the committed run copies in <out>/runs (nothing is
-trained or copied) and adds a "report" entry (command, git commit, dirty flag, time) to
-<out>/reproduce.json, whose other fields keep describing the runs.
+trained or copied) and adds a "report" entry to <out>/reproduce.json.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
-import shutil
-import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Optional
 
@@ -42,37 +46,40 @@ sys.path.insert(0, str(REPO))
 
 from normlab import pin  # noqa: E402
 from normlab.integrations.wandb_results import log_results, wandb_options  # noqa: E402
-from normlab.progress import RunProgress, watch  # noqa: E402
 from normlab.report import find_runs, write_report  # noqa: E402
 from normlab.report import record as provenance  # noqa: E402
 from normlab.report.paper_tables import TABLES  # noqa: E402
-from normlab.report.runs import FINAL, export_if_changed  # noqa: E402
 from normlab.rundir import atomic_write_bytes, write_json  # noqa: E402
-
-ALL_TASKS = "iwslt14_de_en,iwslt15_en_vi,enwik8,imdb,rt,sst2,mnist,ptb"
-NAME = "xu2019"  # normlab/configs/experiment/xu2019.yaml's run name
+from normlab.study import plan as planning, roles, staging  # noqa: E402
+from normlab.study.executor import Executor  # noqa: E402
+from normlab.study.grid import FixedGrid  # noqa: E402
+from normlab.study.studies import FIXED_STUDIES  # noqa: E402
 
 
 def parse(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--study", default="fixed", choices=sorted(FIXED_STUDIES), help="which study (default fixed)")
     p.add_argument("--scale", default="mini", help="smoke | mini | paper (default mini)")
-    p.add_argument("--tasks", default=ALL_TASKS, help=f"comma-separated task keys (default {ALL_TASKS})")
-    p.add_argument("--seeds", default="1,2,3", help="comma-separated seeds (default 1,2,3)")
+    p.add_argument("--tasks", default=None, help="comma-separated task keys (default: the study's)")
+    p.add_argument("--seeds", default=None, help="comma-separated seeds (default: the evaluation seeds)")
+    p.add_argument("--selection-seeds", default=None, help="override normlab/configs/study/seeds.yaml's")
+    p.add_argument("--evaluation-seeds", default=None, help="override normlab/configs/study/seeds.yaml's")
     p.add_argument("--tables", default=",".join(TABLES), help=f"which tables (default {','.join(TABLES)})")
     p.add_argument("--norms", default=None, help="only these norms of the tables' rows (default: all)")
     p.add_argument("--jobs", type=int, default=None,
                    help="parallel jobs (default: one per core; 1 when a GPU is visible, as jobs would share it)")
     p.add_argument("--root", type=Path, default=Path.cwd() / "runs",
                    help="run root: the runs go to <root>/<commit[:12]>/ (default ./runs)")
-    p.add_argument("--commit", default=None,
-                   help="train at this commit (default: the commit of the copies in <out>/runs, else HEAD)")
+    p.add_argument("--commit", default=None, help="train at this commit (default: the staged copies', else HEAD)")
     p.add_argument("--working-tree", action="store_true",
                    help="train from this checkout as it is, uncommitted changes included (development and "
                         "tests; reproduce.json says so), in <root>/<HEAD[:12]>-dirty when the tree is dirty")
-    p.add_argument("--fresh", action="store_true",
-                   help="drop the run copies in <out>/runs and re-train the grid (at --commit or HEAD)")
-    p.add_argument("--out", type=Path, default=None, help="results folder (default ./results/<scale>)")
+    p.add_argument("--discard-staging", type=Path, default=None, metavar="FOLDER",
+                   help="delete this study's staged copies first (name the folder: results/staging/<folder>)")
+    p.add_argument("--budget-min", type=float, default=None, help="start no job after this many minutes")
+    p.add_argument("--plan", action="store_true", help="print the runs, what is done, the hours and disk left")
+    p.add_argument("--out", type=Path, default=None, help="results folder (default: the study's, results/<scale>)")
     p.add_argument(provenance.RECORD_OUT, default=None, help=provenance.RECORD_OUT_HELP)
     p.add_argument("--no-train", action="store_true", help="only report on the runs already there")
     p.add_argument("--no-figures", action="store_true")
@@ -80,7 +87,18 @@ def parse(argv):
                    help="re-write the report from <out>/runs (the committed copies); record it in reproduce.json")
     p.add_argument("overrides", nargs="*", help="extra Hydra overrides for every job (after --)")
     a = p.parse_args(argv)
-    a.tasks, a.seeds = _csv(a.tasks), [int(s) for s in _csv(a.seeds)]
+    study = FIXED_STUDIES[a.study]
+    a.name, a.make_name = study["name"], study["make"]
+    a.tasks = _csv(a.tasks) if a.tasks else list(study["tasks"])
+    a.overrides = [*study["overrides"], *a.overrides]
+    sel = [int(s) for s in _csv(a.selection_seeds)] if a.selection_seeds else roles.selection_seeds()
+    ev = [int(s) for s in _csv(a.evaluation_seeds)] if a.evaluation_seeds else roles.evaluation_seeds()
+    a.seeds = [int(s) for s in _csv(a.seeds)] if a.seeds else ev
+    try:
+        a.roles = {s: roles.role_for_seed(s, sel, ev) for s in a.seeds}
+    except ValueError as e:
+        p.error(str(e))
+    a.seed_lists = {"selection": sel, "evaluation": ev}
     unknown = [t for t in _csv(a.tables) if t not in TABLES]
     if unknown:
         p.error(f"unknown table(s) {unknown}; valid: {', '.join(TABLES)}")
@@ -94,7 +112,8 @@ def parse(argv):
     if a.jobs is None:
         import torch
         a.jobs = 1 if torch.cuda.is_available() else (os.cpu_count() or 1)
-    a.base, a.out = a.root.resolve(), (a.out or Path.cwd() / "results" / a.scale).resolve()
+    out = a.out or Path.cwd() / "results" / study["out"].format(scale=a.scale)
+    a.base, a.out = a.root.resolve(), out.resolve()
     from normlab.tasks import TASKS
     missing = [t for t in a.tasks if t not in TASKS]
     if missing:
@@ -106,38 +125,19 @@ def _csv(s: str) -> list[str]:
     return [x.strip() for x in s.split(",") if x.strip()]
 
 
-def run_dir(a, task: str, norm: str, seed: int) -> Path:
-    return a.root / a.scale / NAME / task / norm / f"seed{seed}"
-
-
-def copy_dir(a, task: str, norm: str, seed: int) -> Path:
-    return a.out / "runs" / task / norm / f"seed{seed}"
-
-
-def grid(a) -> list[tuple[str, str, int]]:
-    return [(t, n, s) for t in a.tasks for n in a.norm_list for s in a.seeds]
-
-
-def is_final(path: Path) -> bool:
-    try:
-        return json.loads((path / "summary.json").read_text()).get("status") in FINAL
-    except (OSError, ValueError):
-        return False
-
-
-def sweep_command(a) -> list[str]:
-    threads = max(1, (os.cpu_count() or 1) // max(1, a.jobs))
-    return [sys.executable, "-m", "normlab.train", "experiment=xu2019", f"scale={a.scale}", f"name={NAME}",
-            f"task={','.join(a.tasks)}", f"norm={','.join(a.norm_list)}", f"seed={','.join(map(str, a.seeds))}",
-            f"paths.root={a.root}", f"threads={threads}", "progress=false", f"hydra.launcher.n_jobs={a.jobs}",
-            *a.overrides]
-
-
 def report_only(a, argv) -> int:
     """The tables of a newer report from the same run copies; the runs' provenance is kept as it was."""
     runs = find_runs([a.out / "runs"])
     written = write_report(runs, a.out, figures=not a.no_figures)
-    rec = json.loads((a.out / "reproduce.json").read_text())
+    rec = provenance.read(a.out)
+    if not rec:   # a folder trained before it had a driver: its record is made from its runs
+        commits = [c for c, _ in Counter(r.summary.get("git_commit") for r in runs).most_common() if c]
+        rec = provenance.record(a.out, f"{a.make_name} SCALE={a.scale}", commits[0] if commits else "", False, runs,
+                                {"study": a.study, "name": a.name, "scale": a.scale, "tasks": a.tasks,
+                                 "norms": sorted({r.norm for r in runs}), "seeds": sorted({r.seed for r in runs}),
+                                 "seed_roles": a.seed_lists, "overrides": a.overrides}, None, absent=[],
+                                trained_by="by hand, before the study had a driver (its command: this folder's git "
+                                           "history)")
     rec["report"] = provenance.report_stamp(len(runs), command=provenance.command("scripts/reproduce.py", argv))
     write_json(a.out / "reproduce.json", rec)
     atomic_write_bytes(a.out / "README.md", readme(rec, a.out, a.record_out).encode())
@@ -147,83 +147,123 @@ def report_only(a, argv) -> int:
     return 0
 
 
+def make_command(a) -> str:
+    return (f"{a.make_name} SCALE={a.scale} TASKS={','.join(a.tasks)} SEEDS={','.join(map(str, a.seeds))} "
+            f"JOBS={a.jobs}")
+
+
+def build(a, commit: str, dirty: bool, code) -> FixedGrid:
+    stage = staging.staging_dir(a.out)
+    return FixedGrid(a.tasks, a.norm_list, a.seeds, scale=a.scale, name=a.name, root=a.root, copies=stage / "runs",
+                     commit=commit, dirty=dirty, code=code, roles=a.roles, jobs_n=a.jobs, committed=a.out / "runs",
+                     overrides=a.overrides)
+
+
 def main(argv=None) -> int:
     a = parse(argv)
     if a.report_only:
         return report_only(a, argv)
     start, started = time.time(), provenance.utc_now()
-    cells, copies = grid(a), a.out / "runs"
-    if a.fresh and copies.exists():
-        shutil.rmtree(copies)  # the old copies stay in git history
+    stage = staging.staging_dir(a.out)
+    if a.plan and not a.commit and not a.working_tree and pin.dirty():
+        print("[plan] the code has uncommitted changes: planned at HEAD (training needs a clean tree or --commit)")
+        a.commit = "HEAD"
     try:
-        commit, code, dirty = pin.resolve(copies, a.commit, a.working_tree)
+        if a.discard_staging:
+            staging.discard(a.out, a.discard_staging)
+        commit, code, dirty = staging.resolve(a.out, a.commit, a.working_tree)
     except pin.PinError as e:
         print(f"[reproduce] error: {e}", file=sys.stderr)
         return 2
     a.root = pin.root_for(a.base, commit, dirty)
-    restored = restore_copies(a, cells)
-    todo = [c for c in cells if not is_final(run_dir(a, *c))]
-    print(f"[reproduce] scale={a.scale} tasks={','.join(a.tasks)} norms={','.join(a.norm_list)} "
-          f"seeds={','.join(map(str, a.seeds))} at commit {commit[:12]}: {len(cells)} runs, "
-          f"{len(cells) - len(todo)} finished ({restored} from the copies in {_rel(copies)}), {len(todo)} to train")
-    sweep_rc, cmd = 0, sweep_command(a)
+    study = build(a, commit, dirty, code)
+    if a.plan:
+        print(f"[plan] study {a.study} ({a.name}) at commit {commit[:12]}: {len(a.tasks)} tasks x "
+              f"{len(a.norm_list)} norms x seeds {','.join(map(str, a.seeds))} "
+              f"({', '.join(f'{s}: {r}' for s, r in a.roles.items())}); staged in {_rel(stage)}")
+        committed = find_runs([a.out / "runs"]) if (a.out / "runs").exists() else []
+        print("\n".join(planning.lines(study, reference=committed)))
+        return 0
+    todo = study.plan()
+    n = len(study.jobs())
+    print(f"[reproduce] study {a.study}: scale={a.scale} tasks={','.join(a.tasks)} norms={','.join(a.norm_list)} "
+          f"seeds={','.join(map(str, a.seeds))} at commit {commit[:12]}: {n} runs, {n - len(todo)} finished, "
+          f"{len(todo)} to train", flush=True)
+    outcome = None
     if todo and not a.no_train:
         try:
-            code = code or pin.checkout(commit)
+            study.code = code or pin.checkout(commit)
         except pin.PinError as e:
             print(f"[reproduce] error: {e}", file=sys.stderr)
             return 2
-        print(f"[reproduce] (in {_rel(code)}) " + shlex.join(cmd), flush=True)
-        progress = RunProgress([run_dir(a, *c) for c in cells], is_final)
-        sweep_rc = watch(subprocess.Popen(cmd, cwd=code, env=pin.environ(code)), progress,
-                         on_change=lambda: copy_finished(a, cells))
-    copy_finished(a, cells)
-    runs = find_runs([copies]) if copies.exists() else []
-    written = write_report(runs, a.out, figures=not a.no_figures) if runs else None
-    have = {(r.task, r.norm, r.seed) for r in runs}
-    absent = [f"{t}/{n}/seed{s}" for t, n, s in cells if (t, n, s) not in have]
+        print(f"[reproduce] jobs run from {_rel(study.code)}, e.g. " + shlex.join(study.command(todo[0])), flush=True)
+        outcome = Executor(study, a.jobs, a.budget_min, tag="reproduce").run()
+    for job in study.jobs():
+        if study.summary(job):
+            study.copy(job)
+    left = study.plan()
     session = provenance.session("scripts/reproduce.py", argv, started, start,
-                          sweep_command=shlex.join(cmd) if todo and not a.no_train else None,
-                          trained=len(todo) - len([c for c in cells if not is_final(run_dir(a, *c))]),
-                          sweep_exit_status=sweep_rc)
-    record = provenance.record(a.out, (f"make reproduce-table SCALE={a.scale} TASKS={','.join(a.tasks)} "
-                                f"SEEDS={','.join(map(str, a.seeds))} JOBS={a.jobs}"), commit, dirty, runs,
-                        {"scale": a.scale, "tasks": a.tasks, "norms": a.norm_list, "seeds": a.seeds}, session,
-                        absent=absent)
-    status = record["runs"]
+                                 trained=outcome.trained if outcome else 0,
+                                 failed=len(outcome.failed) if outcome else 0,
+                                 stopped=outcome.stopped if outcome else None)
+    grid = {"study": a.study, "name": a.name, "scale": a.scale, "tasks": a.tasks, "norms": a.norm_list,
+            "seeds": a.seeds, "seed_roles": a.seed_lists, "overrides": a.overrides}
+    selection = {"commit": roles.declared().get("record_commit"), "seeds": a.seed_lists["selection"],
+                 "folder": _rel(a.out / "runs"),
+                 "what": "the seed(s) that calibrated the presets; never in a reported mean, test or figure"}
+    failed = outcome.failed if outcome else []
+    if (left or failed) and not a.no_train:
+        staged = find_runs([stage / "runs"]) if (stage / "runs").exists() else []
+        record = provenance.record(stage, make_command(a), commit, dirty, staged, grid, session,
+                                   absent=[str(j.rel()) for j in left], selection_record=selection)
+        write_json(stage / "reproduce.json", record)
+        atomic_write_bytes(stage / "README.md", staged_readme(record, stage, a).encode())
+        done = n - len(left)
+        print(f"[reproduce] {done}/{n} runs finished, {len(left)} left"
+              + (f" (stopped: {outcome.stopped})" if outcome and outcome.stopped else "")
+              + (f"; {len(failed)} failed: " + ", ".join(str(j.rel()) for j in failed) if failed else "")
+              + f"; staged copies in {_rel(stage)}/runs (commit them: scripts/commit_results.sh {_rel(stage)}); "
+              f"the tables are written once the study is complete")
+        return 1 if failed else 0
+    if not (a.out / "runs").exists() and not stage.exists():
+        print(f"[reproduce] nothing to report: no run copies in {_rel(a.out)}/runs")
+        return 0
+    if stage.exists() and not left and not a.no_train:
+        old = provenance.read(stage)
+        removed, added = staging.promote(a.out)
+        if old:
+            write_json(a.out / "reproduce.json", old)
+        print(f"[reproduce] study complete: {added} staged copies replace {removed} reported ones in {_rel(a.out)}/runs")
+    runs = find_runs([a.out / "runs"])
+    written = write_report(runs, a.out, figures=not a.no_figures)
+    record = provenance.record(a.out, make_command(a), commit, dirty, [r for r in runs if r.summary.get("git_commit") ==
+                                                                       commit], grid, session, absent=[],
+                               selection_record=selection)
     write_json(a.out / "reproduce.json", record)
     atomic_write_bytes(a.out / "README.md", readme(record, a.out, a.record_out).encode())
     wandb_opts = wandb_options(a.overrides)
     if wandb_opts is not None and runs:
-        run_id = log_results(a.out, a.scale, NAME, wandb_opts, a.root / a.scale / "wandb", record)
+        run_id = log_results(a.out, a.scale, a.name, wandb_opts, a.root / a.scale / "wandb", record)
         print(f"[reproduce] results logged to wandb as artifact normlab-results-{a.scale} (run {run_id})"
               if run_id else "[reproduce] results not logged to wandb (see above)")
-    if written:
-        print(written["main"].markdown())
-    print(f"[reproduce] {len(runs)} runs ({', '.join(f'{v} {k}' for k, v in sorted(status.items()))}) -> "
-          f"{a.out} in {session['wall_time_s']:.0f} s" + (f"; absent: {len(absent)}" if absent else ""))
-    bad = status.get("failed", 0) + status.get("incomplete", 0) + len(absent)
-    return 1 if bad or sweep_rc else 0
+    print(written["main"].markdown())
+    status = record["runs"]
+    print(f"[reproduce] {len(runs)} run copies ({', '.join(f'{v} {k}' for k, v in sorted(status.items()))} at "
+          f"{commit[:12]}) -> {a.out} in {session['wall_time_s']:.0f} s")
+    return 0
 
 
-def restore_copies(a, cells) -> int:
-    """Finished copies without a finished run directory (a fresh machine) are put back into the
-    run root, where the runner skips them; returns how many."""
-    n = 0
-    for c in cells:
-        src, dst = copy_dir(a, *c), run_dir(a, *c)
-        if is_final(src) and not is_final(dst):
-            for name in ("config.yaml", "summary.json", "curves.jsonl"):
-                if (src / name).exists():
-                    atomic_write_bytes(dst / name, (src / name).read_bytes())
-            n += 1
-    return n
-
-
-def copy_finished(a, cells) -> None:
-    """A compact copy (runs.export) of every finished run whose copy is missing or out of date."""
-    for c in cells:
-        export_if_changed(run_dir(a, *c), copy_dir(a, *c))
+def staged_readme(rec: dict, stage: Path, a) -> str:
+    return "\n".join([
+        f"# Staged runs: study {a.study}, scale {a.scale} (partial)", "",
+        f"Runs of `{rec['make']}` at commit `{rec['git_commit']}`, finished so far: "
+        + (", ".join(f"{v} {k}" for k, v in sorted(rec["runs"].items())) or "none")
+        + f"; {len(rec['absent'])} left. No table is written until the study is complete; then these copies "
+        f"replace the reported ones in `{_rel(a.out)}/runs`.",
+        f"- Look at them meanwhile: `normlab-report {_rel(stage)}/runs --out /tmp/partial`",
+        f"- Continue: `{rec['make']}` (or `make grid-start STUDY={a.study}`)",
+        f"- Seeds: selection {a.seed_lists['selection']}, evaluation {a.seed_lists['evaluation']} "
+        "(normlab/configs/study/seeds.yaml)", ""]) + "\n"
 
 
 def _rel(path: Path) -> str:
@@ -243,10 +283,16 @@ def readme(rec: dict, out: Path, shown: Optional[str] = None) -> str:
     trained = sum(x.get("trained", 0) for x in sessions)
     wall = sum(x.get("wall_time_s", 0.0) for x in sessions)
     r = rec.get("report") or {}
+    study = FIXED_STUDIES.get(rec["grid"].get("study", "fixed"), {})
+    roles_ = rec["grid"].get("seed_roles") or {}
     lines = [
-        f"# Results: scale {rec['grid']['scale']}", "",
+        f"# Results: scale {rec['grid']['scale']}" + (f", {study['title']}" if study.get("title") else ""), "",
+        *([study["about"], ""] if study.get("about") else []),
+        *([f"- Seeds: selection {roles_.get('selection')} (they chose the presets and the lrs; their runs are in "
+           f"no table), evaluation {roles_.get('evaluation')} (normlab/configs/study/seeds.yaml)"] if roles_ else []),
         f"- Command: `{rec['make']}`; it trains what is missing (continuing from the run copies in "
         f"`{shown}/runs`) and re-writes these tables",
+        *([f"- Trained {rec['trained_by']}"] if rec.get("trained_by") else []),
         f"- Runs trained at git commit `{rec['git_commit']}`"
         + (" with uncommitted changes (--working-tree)" if rec["git_dirty"] else " (a clean checkout)")
         + "; commits recorded by the runs: "

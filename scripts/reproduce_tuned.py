@@ -1,28 +1,29 @@
 #!/usr/bin/env python
 """``make reproduce-tuned``: every norm at its own learning rate, then results/<scale>-tuned/.
 
-    python scripts/reproduce_tuned.py --scale mini --tasks rt,sst2 --jobs 2 --budget-min 60
+    python scripts/reproduce_tuned.py --scale mini --jobs 2 --budget-min 110
+    python scripts/reproduce_tuned.py --scale mini --plan
 
-Protocol (normlab/report/tuned.py; the jobs: normlab/report/tuned_grid.py): per task and norm, seed 1 at the preset lr and at the factors
-of normlab/configs/hparams_search/lr_grid.yaml (five lrs spanning 8x); the lr with the best
+Protocol (normlab/report/tuned.py; the jobs: normlab/report/tuned_grid.py): per task and norm, the
+selection seed (normlab/configs/study/seeds.yaml: seed 1) at the preset lr and at the factors of
+normlab/configs/hparams_search/lr_grid.yaml (five lrs spanning 8x); the lr with the best
 validation score is chosen (the grid widened by 2x steps, --extend per side, while the best sits
-at its edge); then the other seeds at that lr and at the preset lr (the fixed-lr comparison). Jobs are scheduled task by task, so a partial grid has whole tasks: a task's
-second-stage jobs go before the next task's first.
+at its edge); then the evaluation seeds at that lr and at the preset lr (the fixed-lr comparison,
+whose runs the fixed-lr study shares). Jobs are scheduled task by task, so a partial grid has whole
+tasks. The selection already made (the committed seed-1 runs) is read, not re-trained, and no
+reported mean or test contains a selection run.
 
-Like ``make reproduce-table`` (scripts/reproduce.py) the grid is pinned to one commit
-(normlab.pin): the commit of the copies in <out>/runs, else that of results/<scale>'s fixed-lr
-grid, so both comparisons come from the same code and share their preset-lr runs
-(<root>/<commit[:12]>/<scale>/xu2019/<task>/<norm>/[lr=<v>/]seed<k>; on a fresh clone, the
-fixed-lr grid's committed copies in results/<scale>/runs). Every job is one
-``normlab-train`` process run from a clean worktree of the commit; each finished run is copied to
-<out>/runs at once, so the copies can be committed while the grid runs, and a later session (on
-any machine) continues from them. --budget-min stops starting jobs after that many minutes.
-Exit status: 0 when the grid is complete, 3 when jobs are left (budget), 1 when a job failed.
+Like ``make reproduce-table`` (scripts/reproduce.py) the study is pinned to one commit
+(normlab.study.staging: the staged studies', else --commit, else a clean HEAD) and trained from a
+clean worktree of it, in time-limited slices (normlab.study.executor: --budget-min, a clean stop on
+SIGTERM/SIGINT, no re-training on restart). Finished runs are staged in
+results/staging/<scale>-tuned/runs; once the study is complete they replace the reported copies.
+Exit status: 0 (also when jobs are left: it says how many), 1 when a job failed, 2 when the study
+cannot be pinned.
 """
 from __future__ import annotations
 
 import argparse
-import concurrent.futures as cf
 import os
 import sys
 import time
@@ -34,14 +35,18 @@ sys.path.insert(0, str(REPO))
 from normlab import pin  # noqa: E402
 from normlab.report import find_runs  # noqa: E402
 from normlab.report import record as provenance  # noqa: E402
-from normlab.report.runs import FINAL  # noqa: E402
 from normlab.report.tuned import EXTEND, TUNED_NORMS, recorded_extend, write_tuned_report  # noqa: E402
-from normlab.report.tuned_grid import Grid, Job, fixed_grid_commit  # noqa: E402
-from normlab.rundir import atomic_write_bytes, criterion, write_json  # noqa: E402
+from normlab.report.tuned_grid import Grid  # noqa: E402
+from normlab.rundir import atomic_write_bytes, write_json  # noqa: E402
+from normlab.study import plan as planning, roles, staging  # noqa: E402
+from normlab.study.executor import Executor  # noqa: E402
 from normlab.tune import load_search  # noqa: E402
 
 ALL_TASKS = "rt,sst2,mnist,iwslt15_en_vi,iwslt14_de_en,enwik8,ptb,imdb"   # cheapest first
-FAIL_FAST = 3   # a session whose first jobs all fail (no data, a broken checkout) stops instead of trying every job
+
+
+def _ints(s):
+    return [int(x) for x in s.split(",") if x.strip()] if s else None
 
 
 def parse(argv):
@@ -50,7 +55,10 @@ def parse(argv):
     p.add_argument("--scale", default="mini")
     p.add_argument("--tasks", default=ALL_TASKS, help=f"in priority order (default {ALL_TASKS})")
     p.add_argument("--norms", default=",".join(TUNED_NORMS))
-    p.add_argument("--seeds", default="1,2,3", help="seed 1 chooses the lr; all are trained at it")
+    p.add_argument("--selection-seeds", default=None,
+                   help="the first chooses the lr (default: normlab/configs/study/seeds.yaml's selection)")
+    p.add_argument("--evaluation-seeds", default=None,
+                   help="trained at the chosen and at the preset lr (default: seeds.yaml's evaluation)")
     p.add_argument("--search", default="lr_grid", help="hparams_search preset with the lr factors")
     p.add_argument("--extend", type=int, default=None,
                    help="widen the grid by at most this many 2x steps past an edge choice (default: the "
@@ -59,111 +67,130 @@ def parse(argv):
     p.add_argument("--root", type=Path, default=Path.cwd() / "runs")
     p.add_argument("--out", type=Path, default=None, help="default ./results/<scale>-tuned")
     p.add_argument(provenance.RECORD_OUT, default=None, help=provenance.RECORD_OUT_HELP)
-    p.add_argument("--commit", default=None, help="train at this commit (default: see above)")
+    p.add_argument("--commit", default=None, help="train at this commit (default: the staged studies', else HEAD)")
     p.add_argument("--working-tree", action="store_true",
                    help="train from this checkout as it is (development and tests; see scripts/reproduce.py)")
+    p.add_argument("--discard-staging", type=Path, default=None, metavar="FOLDER",
+                   help="delete this study's staged copies first (name the folder: results/staging/<folder>)")
     p.add_argument("--budget-min", type=float, default=None, help="start no job after this many minutes")
+    p.add_argument("--plan", action="store_true", help="print the runs, what is done, the hours and disk left")
     p.add_argument("--no-train", action="store_true", help="only re-write the report from the copies")
     p.add_argument("--no-figures", action="store_true")
     a = p.parse_args(argv)
     a.tasks, a.norms = a.tasks.split(","), a.norms.split(",")
-    a.seeds = [int(s) for s in a.seeds.split(",")]
     a.out = (a.out or Path.cwd() / "results" / f"{a.scale}-tuned").resolve()
+    recorded = (provenance.read(a.out).get("grid") or {}).get("seed_roles") or {}
+    sel = _ints(a.selection_seeds) or recorded.get("selection") or roles.selection_seeds()
+    ev = _ints(a.evaluation_seeds) or recorded.get("evaluation") or roles.evaluation_seeds()
+    try:
+        a.roles = {s: roles.role_for_seed(s, sel, ev) for s in (*sel, *ev)}
+    except ValueError as e:
+        p.error(str(e))
+    a.select_seed, a.eval_seeds, a.seed_lists = sel[0], ev, {"selection": sel, "evaluation": ev}
     a.factors = [float(f) for f in load_search(a.search)["params"]["task.train.lr"]["factor_choices"]]
     if a.extend is None:   # a grid keeps its widening rule across sessions and report-only passes
         a.extend = recorded_extend(a.out)
     return a
 
 
-def train_all(a, g: Grid, start: float) -> tuple[int, int, bool]:
-    """Run the plan to its end (or the budget's); returns (trained, failed, stopped by budget)."""
-    running: dict[cf.Future, Job] = {}
-    failed: set[Job] = set()
-    trained, stopped = 0, False
-    with cf.ThreadPoolExecutor(a.jobs) as pool:
-        while True:
-            over = a.budget_min is not None and time.time() - start > 60 * a.budget_min
-            ready = [j for j in g.plan() if j not in running.values() and j not in failed]
-            stopped = stopped or (over and bool(ready))
-            while ready and len(running) < a.jobs and not over:
-                job = ready.pop(0)
-                print(f"[tuned] start {job.rel()}" + (f" (lr={job.lr:g})" if job.lr else " (preset lr)"), flush=True)
-                running[pool.submit(g.train, job)] = job
-            if not running:
-                return trained, len(failed), stopped
-            for job in g.jobs():   # finished elsewhere (the fixed-lr grid), or copies to refresh
-                g.copy(job)
-            done, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
-            for fut in done:
-                job, rc = running.pop(fut), fut.result()
-                g.copy(job)
-                status = g.summary(job).get("status", f"exit {rc}")
-                trained += 1
-                if job.seed == 1 or status not in ("completed",):
-                    name, value, _ = criterion(g.summary(job))
-                    print(f"[tuned] {job.rel()}: {status}" + (f", valid {name} {value:.4g}" if value is not None else ""),
-                          flush=True)
-                if status not in FINAL:
-                    failed.add(job)   # not retried in this session: its log says why
-                    if len(failed) >= FAIL_FAST and len(failed) == trained:
-                        print(f"[tuned] error: the first {trained} jobs of this session all failed; not starting "
-                              f"more. The last one's log: {g.log(job)}", file=sys.stderr, flush=True)
-                        for fut in running:
-                            fut.cancel()
-                        cf.wait(running)
-                        return trained, len(failed), stopped
-
-
 def main(argv=None) -> int:
     a = parse(argv)
     start, started = time.time(), provenance.utc_now()
+    stage = staging.staging_dir(a.out)
+    if a.plan and not a.commit and not a.working_tree and pin.dirty():
+        print("[plan] the code has uncommitted changes: planned at HEAD (training needs a clean tree or --commit)")
+        a.commit = "HEAD"
     try:
-        commit, code, dirty = pin.resolve(a.out / "runs", a.commit, a.working_tree, fallback=fixed_grid_commit(a))
-        code = code or (None if a.no_train else pin.checkout(commit))
+        if a.discard_staging:
+            staging.discard(a.out, a.discard_staging)
+        commit, code, dirty = staging.resolve(a.out, a.commit, a.working_tree)
     except pin.PinError as e:
         print(f"[tuned] error: {e}", file=sys.stderr)
         return 2
     a.root = pin.root_for(a.root.resolve(), commit, dirty)
-    g = Grid(a, code, commit)
+    g = Grid(a, code, commit, dirty)
     print(f"[tuned] scale={a.scale} tasks={','.join(a.tasks)} norms={','.join(a.norms)} at commit {commit[:12]}; "
-          f"lr factors {', '.join(f'{f:g}' for f in sorted({1.0, *a.factors}))}", flush=True)
-    trained = n_failed = 0
-    stopped = False
-    if not a.no_train:
-        trained, n_failed, stopped = train_all(a, g, start)
-    for job in g.jobs():   # runs another grid trained (the fixed-lr grid's preset-lr runs) too
-        g.copy(job)
+          f"lr factors {', '.join(f'{f:g}' for f in sorted({1.0, *a.factors}))}; selection seed {a.select_seed}, "
+          f"evaluation seeds {','.join(map(str, a.eval_seeds))}", flush=True)
+    if a.plan:
+        committed = find_runs([a.out / "runs"]) if (a.out / "runs").exists() else []
+        print("\n".join(planning.lines(g, reference=committed, unnamed=g.unnamed,
+                                        shared_note="with the fixed-lr study (its preset-lr runs)")))
+        return 0
+    outcome = None
+    if not a.no_train and g.plan():
+        try:
+            g.code = code or pin.checkout(commit)
+        except pin.PinError as e:
+            print(f"[tuned] error: {e}", file=sys.stderr)
+            return 2
+        outcome = Executor(g, a.jobs, a.budget_min, tag="tuned").run()
+    for job in g.jobs() if not a.no_train else []:   # runs another study trained (its preset-lr runs) too
+        if g.summary(job):
+            g.copy(job)
+    left = g.plan()
+    failed = outcome.failed if outcome else []
+    grid = {"study": "tuned", "scale": a.scale, "tasks": a.tasks, "norms": a.norms, "seeds": [a.select_seed, *a.eval_seeds],
+            "seed_roles": a.seed_lists, "factors": a.factors, "extend": a.extend}
+    session = None if a.no_train else provenance.session(
+        "scripts/reproduce_tuned.py", argv, started, start, trained=outcome.trained if outcome else 0,
+        failed=len(failed), stopped=outcome.stopped if outcome else None)
+    selection = {"commit": roles.declared().get("record_commit"), "seeds": a.seed_lists["selection"],
+                 "what": "seed 1 at every lr of the grid: it chose each norm's lr; never in a reported mean or test"}
+    complete = not left and not g.unnamed and not failed
+    if not complete and not a.no_train:
+        staged = find_runs([stage / "runs"]) if (stage / "runs").exists() else []
+        record = provenance.record(stage, f"make reproduce-tuned SCALE={a.scale}", commit, dirty, staged, grid, session,
+                                   jobs_left=len(left), jobs_left_unnamed=sum(g.unnamed.values()),
+                                   job_hours_left=round(g.hours_left(staged), 1), selection_record=selection)
+        write_json(stage / "reproduce.json", record)
+        atomic_write_bytes(stage / "README.md", (
+            f"# Staged runs: tuned comparison, scale {a.scale} (partial)\n\nRuns at commit `{commit}`: "
+            + (", ".join(f"{v} {k}" for k, v in sorted(record["runs"].items())) or "none")
+            + f"; {len(left)} jobs left, about {record['jobs_left_unnamed']} more once their lr is chosen. No table is "
+            f"written until the study is complete; then these copies replace the reported ones in {a.out.name}/runs.\n"
+            ).encode())
+        print(f"[tuned] {outcome.trained if outcome else 0} trained this slice, {len(failed)} failed; {len(staged)} "
+              f"staged copies; {len(left)} jobs left"
+              + (f" (stopped: {outcome.stopped})" if outcome and outcome.stopped else "")
+              + (f"; about {record['jobs_left_unnamed']} more once their lr is chosen" if g.unnamed else "")
+              + (f"; about {record['job_hours_left']} h of one-thread jobs left" if left else "")
+              + f"; commit them: scripts/commit_results.sh {stage}")
+        return 1 if failed else 0
+    if complete and stage.exists() and not a.no_train:
+        old = provenance.read(stage)
+        removed, added = staging.promote(a.out)
+        if old:
+            write_json(a.out / "reproduce.json", old)
+        print(f"[tuned] study complete: {added} staged copies replace {removed} reported ones in {a.out}/runs")
     runs = find_runs([a.out / "runs"]) if (a.out / "runs").exists() else []
     written = write_tuned_report(runs, a.out, a.factors, figures=not a.no_figures, extend=a.extend) if runs else None
-    left = len(g.plan())
-    session = None if a.no_train else provenance.session("scripts/reproduce_tuned.py", argv, started, start,
-                                                           trained=trained, failed=n_failed)
-    record = provenance.record(a.out, f"make reproduce-tuned SCALE={a.scale}", commit, dirty, runs,
-                        {"scale": a.scale, "tasks": a.tasks, "norms": a.norms, "seeds": a.seeds, "factors": a.factors,
-                         "extend": a.extend}, session,
-                        report_command=provenance.command("scripts/reproduce_tuned.py", argv) if a.no_train else None,
-                        jobs_left=left,
-                        jobs_left_unnamed=sum(g.unnamed.values()),
-                        job_hours_left=round(g.hours_left(runs), 1))
+    old = provenance.read(a.out)
+    record = provenance.record(a.out, f"make reproduce-tuned SCALE={a.scale}", old.get("git_commit", commit),
+                               old.get("git_dirty", dirty), runs, old.get("grid") or grid,
+                               session if complete and not a.no_train else None,
+                               report_command=provenance.command("scripts/reproduce_tuned.py", argv) if a.no_train else None,
+                               jobs_left=0 if complete else old.get("jobs_left", len(left)),
+                               jobs_left_unnamed=0 if complete else old.get("jobs_left_unnamed", 0),
+                               job_hours_left=0.0 if complete else old.get("job_hours_left", 0.0),
+                               **({"selection_record": selection} if complete or "selection_record" in old else {}))
     status = record["runs"]
     write_json(a.out / "reproduce.json", record)
     if written:
         hours = record["runs_wall_time_s"] / 3600
         head = [f"# Tuned comparison: scale {a.scale}", "",
                 f"- Command: `{record['make']}` (continues from the copies in runs/); runs trained at git commit "
-                f"`{commit}` ({'uncommitted changes, --working-tree' if dirty else 'clean checkout'}); tables written at `{record['report']['git_commit']}`",
-                f"- Runs: {', '.join(f'{v} {k}' for k, v in sorted(status.items()))}; jobs still to run: {left} named, about "
-                f"{record['jobs_left_unnamed']} more once their lr is chosen (about {record['job_hours_left']} h of "
-                f"one-thread jobs); "
+                f"`{record['git_commit']}` ({'uncommitted changes, --working-tree' if record['git_dirty'] else 'clean checkout'}); "
+                f"tables written at `{record['report']['git_commit']}`",
+                f"- Runs: {', '.join(f'{v} {k}' for k, v in sorted(status.items()))}; jobs still to run: "
+                f"{record['jobs_left']} named, about {record['jobs_left_unnamed']} more once their lr is chosen; "
                 f"sum of the runs' own wall times {hours:.2f} h over {len(record['sessions'])} session(s)", ""]
         body = (a.out / "report.md").read_text().split("\n", 1)[1]
         atomic_write_bytes(a.out / "README.md", ("\n".join(head) + body).encode())
         print(written["main"].markdown())
-    print(f"[tuned] {trained} trained this session, {n_failed} failed; {len(runs)} run copies; {left} jobs left"
-          + (" (budget reached)" if stopped else "")
-          + (f"; about {record['jobs_left_unnamed']} more once their lr is chosen" if g.unnamed else "")
-          + (f"; about {record['job_hours_left']} h of one-thread jobs left" if left else ""))
-    return 1 if n_failed else (3 if left else 0)
+    print(f"[tuned] {outcome.trained if outcome else 0} trained this slice, {len(failed)} failed; {len(runs)} run copies"
+          f" in {a.out.name}/runs" + ("; study complete" if complete else ""))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

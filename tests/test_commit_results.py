@@ -25,7 +25,8 @@ def test_commit_results_commits_copies_and_their_tables_together(tmp_path, data_
     sh(["git", "add", "-A", "scripts", "normlab"], clone, env)
     sh(["git", "commit", "-qm", "code under test", "--allow-empty"], clone, env)
     grid = [sys.executable, "scripts/reproduce_tuned.py", "--scale", "smoke", "--tasks", "synthetic_cls", "--norms",
-            "layernorm", "--seeds", "1", "--jobs", "2", "--no-figures", "--extend", "0"]
+            "layernorm", "--selection-seeds", "1", "--evaluation-seeds", "2", "--jobs", "2", "--no-figures",
+            "--extend", "0"]
     first = sh(grid, clone, {**env, "PYTHONPATH": str(clone)}, check=False)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     res = clone / "results" / "smoke-tuned"
@@ -50,3 +51,22 @@ def test_recorded_command_names_the_record_out_folder():
     assert command("s.py", ["--out=/tmp/x", "--record-out=results/mini", "--no-train"]) == \
         "python s.py --no-train --out results/mini"
     assert command("s.py", ["--out", "/tmp/x"]) == "python s.py --out /tmp/x"
+
+
+def test_staged_copies_are_committed_as_they_come_and_nothing_new_is_not_an_error(tmp_path):
+    clone = tmp_path / "clone"
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    sh(["git", "clone", "-q", "--no-hardlinks", str(REPO), str(clone)], tmp_path, env)
+    shutil.copy(REPO / "scripts" / "commit_results.sh", clone / "scripts" / "commit_results.sh")
+    run = clone / "results" / "staging" / "smoke" / "runs" / "rt" / "layernorm" / "seed2"
+    run.mkdir(parents=True)
+    (run / "summary.json").write_text('{"status": "completed"}')
+    (clone / "unrelated.txt").write_text("not part of the results")
+    sh(["git", "add", "unrelated.txt"], clone, env)
+    first = sh(["bash", "scripts/commit_results.sh", "results/staging/smoke", "slice 1"], clone, env)
+    assert "committed" in first.stdout
+    files = sh(["git", "show", "--name-only", "--format=", "HEAD"], clone, env).stdout.split()
+    assert files == ["results/staging/smoke/runs/rt/layernorm/seed2/summary.json"]   # nothing else staged went in
+    again = sh(["bash", "scripts/commit_results.sh", "results/staging/smoke", "slice 1 again"], clone, env)
+    assert again.returncode == 0 and "nothing new in results/staging/smoke" in again.stdout

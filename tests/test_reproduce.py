@@ -70,12 +70,13 @@ def test_smoke_reproduction_writes_every_output_and_shows_divergence(tmp_path, d
              "task.train.lr=1e6", "task.train.diverge_loss=100",
              f"hydra.run.dir={tmp_path}/results/smoke/runs/synthetic_cls/layernorm/seed2"], tmp_path, data_dir)
     # --working-tree: the code under test, committed or not (the default trains at a clean commit)
-    args = ["--scale", "smoke", "--tasks", "rt,synthetic_cls", "--seeds", "1,2", "--norms",
+    # seed 1 is the selection seed: trained, kept, and in no table
+    args = ["--scale", "smoke", "--tasks", "rt,synthetic_cls", "--seeds", "1,2,3", "--evaluation-seeds", "2,3", "--norms",
             "layernorm,layernorm_simple", "--jobs", "2", "--root", str(tmp_path / "runs"), "--working-tree"]
     out = reproduce(args, tmp_path, data_dir)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    assert "8 runs, 1 finished (1 from the copies in " in out.stdout and ", 7 to train" in out.stdout
-    assert "[reproduce] 1/8 runs done (0 in this sweep" in out.stdout and "[reproduce] 8/8 runs done (7 in" in out.stdout
+    assert "12 runs, 1 finished, 11 to train" in out.stdout
+    assert "(11 this slice, " in out.stdout and "study complete: 12 staged copies replace 1 reported" in out.stdout
     res = tmp_path / "results" / "smoke"
 
     tables = ["summary", "table1", "table3", "findings", "grad_stats", "data", "runs"]
@@ -92,27 +93,27 @@ def test_smoke_reproduction_writes_every_output_and_shows_divergence(tmp_path, d
     assert rows["norm"] == ["norm", "rt acc↑", "rt (paper)", "synthetic_cls acc↑"]
     assert rows["LayerNorm"][3] .endswith("(1)") and "Diverge" not in rows["LayerNorm"][3]
     assert rows["LayerNorm (diverge_loss=100.0, lr=1000000.0)"][3] == "Diverge (1/1)"
-    assert rows["LayerNorm"][1].endswith("(2)") and " ± " in rows["LayerNorm"][1]
+    assert rows["LayerNorm"][1].endswith("(2)") and " ± " in rows["LayerNorm"][1]   # seeds 2 and 3
     assert rows["LayerNorm"][2] == "77.21" and rows["w/o Norm"][1] == "–"
     runs = list(csv.DictReader((res / "runs.csv").read_text().splitlines()))
-    assert len([r for r in runs if r["task"] != "caption"]) == 8
-    assert [r["status"] for r in runs if r["task"] == "synthetic_cls" and r["norm"] == "layernorm"] == \
+    assert len([r for r in runs if r["task"] != "caption"]) == 8   # the 4 selection runs left out
+    assert sorted(r["status"] for r in runs if r["task"] == "synthetic_cls" and r["norm"] == "layernorm") == \
         ["completed", "diverged"]
     # the data each task used is in every table's caption (LaTeX escapes its underscores)
-    rt_note = json.loads(next((res / "runs").glob("rt/*/seed1/summary.json")).read_text())["data"]["subset"]
+    rt_note = json.loads(next((res / "runs").glob("rt/*/seed2/summary.json")).read_text())["data"]["subset"]
     for stem in ("summary", "table1", "table3", "findings", "grad_stats", "data"):
         assert rt_note in (res / f"{stem}.md").read_text()
         assert latex_escape(rt_note) in (res / f"{stem}.tex").read_text()
     assert "LayerNorm-simple ≥ LayerNorm" in (res / "findings.md").read_text()
 
     rec = json.loads((res / "reproduce.json").read_text())
-    assert rec["make"] == "make reproduce-table SCALE=smoke TASKS=rt,synthetic_cls SEEDS=1,2 JOBS=2"
+    assert rec["make"] == "make reproduce-table SCALE=smoke TASKS=rt,synthetic_cls SEEDS=1,2,3 JOBS=2"
     (session,) = rec["sessions"]
     assert session["command"].startswith("python scripts/reproduce.py --scale smoke")
     assert len(rec["git_commit"]) == 40 and session["machine"]["cpus"] == os.cpu_count()
-    assert rec["run_git_commits"] == {rec["git_commit"]: 8}
-    assert rec["runs"] == {"completed": 7, "diverged": 1} and session["wall_time_s"] > 0 and rec["absent"] == []
-    assert session["trained"] == 7
+    assert rec["run_git_commits"] == {rec["git_commit"]: 12}
+    assert rec["runs"] == {"completed": 11, "diverged": 1} and session["wall_time_s"] > 0 and rec["absent"] == []
+    assert session["trained"] == 11
     readme = (res / "README.md").read_text()
     assert rec["git_commit"] in readme and "### Table 1: bias and gain" in readme
 
@@ -132,14 +133,14 @@ def test_smoke_reproduction_writes_every_output_and_shows_divergence(tmp_path, d
     import shutil
     shutil.rmtree(tmp_path / "runs")
     second = reproduce(args + ["--no-figures"], tmp_path, data_dir)
-    assert second.returncode == 0 and "8 runs, 8 finished (8 from the copies" in second.stdout, second.stdout
-    assert [s["trained"] for s in json.loads((res / "reproduce.json").read_text())["sessions"]] == [7, 0]
+    assert second.returncode == 0 and "12 runs, 12 finished, 0 to train" in second.stdout, second.stdout
+    assert [s["trained"] for s in json.loads((res / "reproduce.json").read_text())["sessions"]] == [11, 0]
 
 
 def test_logger_wandb_logs_the_results_folder_as_an_artifact(tmp_path, data_dir):
     pytest.importorskip("wandb")
     from wandb_records import offline_run
-    args = ["--scale", "smoke", "--tasks", "synthetic_cls", "--seeds", "1", "--norms", "layernorm,layernorm_simple",
+    args = ["--scale", "smoke", "--tasks", "synthetic_cls", "--seeds", "2", "--norms", "layernorm,layernorm_simple",
             "--jobs", "1", "--root", str(tmp_path / "runs"), "--working-tree", "--", "logger=wandb", "logger.mode=offline"]
     env_home = {"HOME": str(tmp_path), "WANDB_CONFIG_DIR": str(tmp_path / "wandb-home")}
     os.environ.update(env_home)  # reproduce() copies os.environ; monkeypatch would not reach it here
@@ -158,7 +159,7 @@ def test_logger_wandb_logs_the_results_folder_as_an_artifact(tmp_path, data_dir)
     files = {c.path for c in art.manifest.contents}
     assert {"table1.md", "table1.tex", "report.md", "reproduce.json", "figures/overfitting.png"} <= files
     for norm in ("layernorm", "layernorm_simple"):  # every training run went to wandb too
-        run = offline_run(root / "smoke" / "xu2019" / "synthetic_cls" / norm / "seed1")
+        run = offline_run(root / "smoke" / "xu2019" / "synthetic_cls" / norm / "seed2")
         assert run["summary"]["status"] == "completed"
 
 

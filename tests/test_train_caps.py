@@ -14,6 +14,7 @@ from normlab.tasks import get_task_class
 def setup_task(name: str, overrides: list[str], tmp_path, data_dir):
     cfg = compose_cfg([f"task={name}", "scale=mini", *overrides], tmp_path, data_dir)
     task = get_task_class(name)(cfg.task, data_dir / name, TEST_CACHE)
+    task.run_seed = cfg.seed
     task.setup()
     return task
 
@@ -39,12 +40,28 @@ def test_sst2_train_limit_is_a_seeded_subset_named_in_data_info(data_dir, tmp_pa
     assert abs(frac - full_frac) < 0.03
     # the vocabulary comes from the subset only: smaller than the full split's
     assert len(task.vocab) < len(full.vocab)
-    # another seed draws another subset; the same seed the same one
-    again = setup_task("sst2", [*base, "task.data.train_limit=3000"], tmp_path, data_dir)
-    other = setup_task("sst2", [*base, "task.data.train_limit=3000", "task.data.train_limit_seed=1"],
-                       tmp_path, data_dir)
-    assert torch.equal(again.splits["train"][0].flat, task.splits["train"][0].flat)
-    assert not torch.equal(other.splits["train"][0].flat, task.splits["train"][0].flat)
+    # a fixed train_limit_seed draws its own subset, the same for every run seed
+    fixed = [*base, "task.data.train_limit=3000", "task.data.train_limit_seed=7"]
+    seven, seven_other_run = (setup_task("sst2", [*fixed, f"seed={s}"], tmp_path, data_dir) for s in (2, 3))
+    assert not torch.equal(seven.splits["train"][0].flat, task.splits["train"][0].flat)
+    assert torch.equal(seven.splits["train"][0].flat, seven_other_run.splits["train"][0].flat)
+    assert "train_limit_seed=7" in seven.data_info["subset"]
+
+
+@pytest.mark.parametrize("name", ["sst2", "mnist"])
+def test_each_run_seed_trains_on_its_own_subset_and_the_same_seed_on_the_same(name, data_dir, tmp_path):
+    """The default train_limit_seed=run: the seed spread of a study includes the subset's variance."""
+    cap = ["task.data.train_limit=3000"]
+    two, three, two_again = (setup_task(name, [*cap, f"seed={s}"], tmp_path, data_dir) for s in (2, 3, 2))
+
+    def train(t):
+        x = t.splits["train"][0]
+        return x.flat if hasattr(x, "flat") else x
+    assert not torch.equal(train(two), train(three))
+    assert torch.equal(train(two), train(two_again))
+    assert torch.equal(two.splits["train"][1], two_again.splits["train"][1])
+    # the data-use record names the subset each run drew
+    assert "train_limit_seed=2" in two.data_info["subset"] and "train_limit_seed=3" in three.data_info["subset"]
 
 
 def test_mini_presets_label_their_subsets(data_dir, tmp_path):

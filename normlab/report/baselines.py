@@ -85,6 +85,10 @@ def _compute(task_name: str, task_cfg: dict, folder: Path, cache_dir: Path) -> d
 
     from ..tasks import get_task_class
     task = get_task_class(task_name)(OmegaConf.create(task_cfg), folder, cache_dir)
+    # With train_limit_seed=run each seed trains on its own subset; the baselines are fitted on
+    # seed 0's (they are the train majority class, bytes' and heads' statistics: the subset's draw
+    # moves them by far less than the seeds' spread).
+    task.run_seed = 0
     task.setup()
     if task_name == "enwik8":
         # fitted on the bytes the models train on (the first task.data.train_bytes when capped)

@@ -22,7 +22,7 @@ FINAL = ("completed", "diverged")
 PER_LAYER_GRAD = re.compile(r"^grad/(?!all/)")
 # Config keys that never change a run's result, ignored when comparing runs of one table cell.
 SKIP_DIRS = ("checkpoints", "wandb")
-RUNTIME_KEYS = ("seed", "paths", "logger", "device", "progress", "threads", "name")
+RUNTIME_KEYS = ("seed", "paths", "logger", "device", "progress", "threads", "name", "seed_role")
 
 
 @dataclass

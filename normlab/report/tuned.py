@@ -24,6 +24,7 @@ from .findings import findings, findings_table, summary_lines
 from .record import read as read_record
 from .runs import Run
 from .tables import Table
+from ..study.roles import reported, selection_seeds
 
 EXTEND = 2   # at most this many 2x steps beyond each edge of the planned grid
 FINISHED = ("completed", "diverged")
@@ -111,7 +112,9 @@ class Sweep:
         return min(nominal, key=lambda f: abs(math.log(lr / self.preset[key] / f)))
 
     def seed1(self, key) -> dict[float, Run]:
-        return {lr: seeds[1] for lr, seeds in self.by.get(key, {}).items() if 1 in seeds}
+        """The selection seed's run at each lr (normlab/configs/study/seeds.yaml: seed 1)."""
+        s = selection_seeds()[0]
+        return {lr: seeds[s] for lr, seeds in self.by.get(key, {}).items() if s in seeds}
 
     def chosen(self, key) -> Optional[float]:
         """The chosen lr, once seed 1 has finished at every planned lr."""
@@ -135,7 +138,8 @@ class Sweep:
         return sorted(self.by, key=lambda k: (cols.index(k[0]) if k[0] in cols else 99, order.get(k[1], 99), k[1]))
 
     def runs_at(self, key, lr: Optional[float]) -> list[Run]:
-        return [] if lr is None else list(self.by.get(key, {}).get(lr, {}).values())
+        """The reported runs at ``lr``: never the selection seed's, which chose it."""
+        return [] if lr is None else reported(list(self.by.get(key, {}).get(lr, {}).values()))
 
 
 def _as_default(runs: list[Run]) -> list[Run]:
@@ -180,22 +184,19 @@ def signed_diff(own: Cell, fixed: Cell) -> str:
 
 def tuned_table(sw: Sweep) -> Table:
     t = Table("tuned", "Fixed lr (tuned on LayerNorm) vs each norm's own lr: test score",
-              ["task", "norm", "chosen lr", "fixed lr: mean ± std (n)", "own lr: mean ± std (n)", "own − fixed",
-               "own − fixed, seeds ≥ 2"])
+              ["task", "norm", "chosen lr", "fixed lr: mean ± std (n)", "own lr: mean ± std (n)", "own − fixed"])
     for key in sw.keys():
         lr, base = sw.chosen(key), sw.preset.get(key)
         fixed, own = Cell(sw.runs_at(key, base)), Cell(sw.runs_at(key, lr))
-        later = [Cell([r for r in c.runs if r.seed != 1]) for c in (own, fixed)]
         t.rows.append([key[0], NORM_LABELS.get(key[1], key[1]), sw.choice(key), fixed.text(),
-                       own.text() if lr else "–", signed_diff(own, fixed),
-                       signed_diff(*later) if lr not in (None, base) else "–"])
+                       own.text() if lr else "–", signed_diff(own, fixed)])
     t.caption = ("Test metric of the selected checkpoint, mean ± std over seeds (n = completed runs; diverged runs "
                  "counted apart). 'own − fixed' is signed so that positive = the norm's own lr is better. The fixed "
                  "lr is the preset's, tuned once on LayerNorm; the own lr was chosen on seed 1's validation score "
-                 "(lr_grid table), so seed 1 takes part in both the choice and the mean, which favours the own lr "
-                 "(the best of several noisy points); 'seeds ≥ 2' compares the seeds that took no part in the choice "
-                 "('–' where the own lr is the preset). A choice at the grid's edge means the best lr may lie outside "
-                 "the grid.")
+                 "(lr_grid table). Seed 1, the selection seed, is in no mean here: it chose the presets and the lrs, "
+                 "so it would favour them (the best of several noisy points); the means are over the evaluation "
+                 "seeds only (normlab/configs/study/seeds.yaml). A choice at the grid's edge means the best lr may "
+                 "lie outside the grid.")
     t.notes = [data_sentence(sw.grid)]
     return t
 

@@ -55,5 +55,6 @@ def lr_figure(sw: Sweep, out: Path) -> Optional[str]:
     plt.close(fig)
     return ("Learning-rate sensitivity: seed 1's validation score at its selected checkpoint against the lr as a "
             "multiple of the preset (log scale), one line per norm; a ring = the chosen lr; x at the top of a panel "
-            "= diverged. "
+            "= diverged. This figure shows the selection itself: seed 1 is the selection seed, whose runs chose "
+            "the lrs and are in no reported mean or test. "
             + data_sentence(sw.grid))

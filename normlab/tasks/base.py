@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..errors import ConfigError
 from ..models.transformer import NormFactory
 from ..progress import bar
 
@@ -24,6 +25,8 @@ class Task(ABC):
     metric: str = ""                # main metric key, e.g. "acc", "bleu", "bpc", "uas"
     higher_is_better: bool = True
     unit: str = "examples"          # what throughput counts: "examples" or "tokens"
+    # The run's seed (set by the runner): data.train_limit_seed "run" draws the training subset with it.
+    run_seed: Optional[int] = None
 
     def __init__(self, cfg: Any, data_dir: Path, cache_dir: Path):
         self.cfg = cfg               # the resolved ``task`` config section
@@ -32,6 +35,18 @@ class Task(ABC):
         # Labels every output with what data was used: {"source": "real"|"generated",
         # "subset": None or a sentence saying which part, "sizes": {split: n}}.
         self.data_info: dict = {}
+
+    def limit_seed(self) -> int:
+        """The seed of the training subset (data.train_limit_seed): "run" follows the run's seed, so
+        the spread over seeds includes the subset's variance; an integer fixes one subset for all."""
+        value = self.cfg.data.get("train_limit_seed")
+        if value == "run":
+            if self.run_seed is None:
+                raise ValueError(f"task.data.train_limit_seed=run: the {self.name} task was built without a run seed")
+            return int(self.run_seed)
+        if not isinstance(value, (int, type(None))) or (value or 0) < 0:
+            raise ConfigError(f"task.data.train_limit_seed={value!r}: must be run or an integer >= 0")
+        return int(value or 0)
 
     @abstractmethod
     def setup(self) -> None:

@@ -33,9 +33,10 @@ class ClassificationTask(Task):
                             f"NORMLAB_DATA (or paths.data_dir) to the folder that holds '{self.name}/'. "
                             f"{readers.how(self.name, self.data_dir)}")
         # data.train_limit > 0 trains on a seeded random subset of that many train examples
-        # (train_limit_seed picks it; the same for every norm and run seed); the vocabulary is
-        # built from that subset, the only text the model sees.
-        limit, limit_seed = d.get("train_limit") or 0, int(d.get("train_limit_seed") or 0)
+        # (train_limit_seed picks it: by default the run's seed, the same for every norm); the
+        # vocabulary is built from that subset, the only text the model sees.
+        limit = d.get("train_limit") or 0
+        limit_seed = self.limit_seed() if limit else 0
         options = {"task": self.name, "reader": dict(d.get("reader") or {}), "min_freq": d.min_freq,
                    "max_vocab": d.max_vocab}
         if limit:  # only then, so the caches of full-data runs keep their keys

@@ -43,10 +43,10 @@ class MNISTTask(Task):
                 f"{int(d.valid_size):,} of the {mnist.COUNTS['train']:,} training images (train keeps the "
                 f"first {n_train:,})")
         # data.train_limit > 0 trains on a seeded random subset of that many of the training images
-        # (train_limit_seed picks it; the same for every norm and run seed): 55,000 images do not
+        # (train_limit_seed picks it: by default the run's seed, the same for every norm): 55,000 images do not
         # overfit this CNN within a CPU budget, a few thousand do.
         if limit:
-            seed = int(d.get("train_limit_seed") or 0)
+            seed = self.limit_seed()
             keep = seeded_subset(n_train, limit, seed)
             x, y = self.splits["train"]
             self.splits["train"] = (x[keep], y[keep])

@@ -1,0 +1,199 @@
+"""Train a study's jobs in one time-limited slice: a budget, a clean stop, no orphans, no re-training.
+
+Every job is one ``normlab-train`` process in a process group of its own, so a Ctrl-C in the
+driver's terminal reaches the driver only. The driver turns SIGTERM, SIGINT and SIGHUP into a
+clean stop: it starts nothing more and sends SIGTERM to every running job, which writes a
+checkpoint and exits 75 (preempted); the next slice resumes it from there. A job is also told to
+stop when the driver dies without a word (SIGKILL, an allocation's end): the kernel sends it
+SIGTERM (PR_SET_PDEATHSIG). A restart meanwhile finds its run locked and waits for the lock
+instead of failing the run. ``budget_min``: no job starts after that many minutes; the running
+ones finish. Finished runs keep one checkpoint (best.pt, else last.pt): what the report, an
+evaluation and a resume of a finished run need, a third of the disk.
+
+The study (duck-typed) names its jobs: ``plan()`` the unfinished jobs whose prerequisites are met,
+in priority order (asked again after every job, as later stages appear); ``command(job)``,
+``run_dir(job)``, ``log(job)``, ``cwd``, ``env``, ``summary(job)`` (final summary or {}) and
+``copy(job)`` (export the finished run to the results folder and keep one checkpoint of it).
+"""
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+from ..report.runs import FINAL
+
+EXIT_PREEMPTED, EXIT_LOCKED = 75, 4
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+KEEP = ("best.pt", "last.pt")   # the first that exists is kept
+POLL_S = 0.5
+PR_SET_PDEATHSIG = 1
+
+
+@dataclass
+class Outcome:
+    trained: int = 0                 # jobs that ended with a final summary in this slice
+    failed: list = field(default_factory=list)
+    preempted: list = field(default_factory=list)   # stopped with a checkpoint, resumed next slice
+    stopped: Optional[str] = None    # "budget" or the signal's name, None when the plan ran out
+
+    @property
+    def clean(self) -> bool:
+        return not self.failed
+
+
+def _child_setup() -> None:
+    """In the job's process before exec: its own process group; SIGTERM when the driver dies."""
+    os.setpgid(0, 0)
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+    except (OSError, AttributeError):   # not Linux: a SIGKILLed driver may leave its jobs running
+        pass
+
+
+def lock_holder(run_dir: Path) -> Optional[str]:
+    """Who holds ``run_dir``'s run lock (normlab.runlock), None when it is free."""
+    path = Path(run_dir).parent / f".{Path(run_dir).name}.lock"
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    except BlockingIOError:
+        return os.read(fd, 256).decode(errors="replace").strip() or "another process"
+    finally:
+        os.close(fd)
+
+
+def prune_checkpoints(run_dir: Path) -> int:
+    """Keep one checkpoint of a finished run; returns the bytes freed."""
+    ck = Path(run_dir) / "checkpoints"
+    keep = next((ck / n for n in KEEP if (ck / n).exists()), None)
+    freed = 0
+    for p in ck.glob("*.pt*") if ck.is_dir() else []:
+        if p != keep:
+            freed += p.stat().st_size
+            p.unlink()
+    return freed
+
+
+class Executor:
+    def __init__(self, study, jobs: int, budget_min: Optional[float] = None, fail_fast: int = 3,
+                 say: Optional[Callable[[str], None]] = None, tag: str = "study"):
+        self.study, self.jobs, self.budget_min, self.fail_fast = study, max(1, jobs), budget_min, fail_fast
+        self.say, self.tag = say or (lambda line: print(line, flush=True)), tag   # a detached slice's log is a file
+        self.running: dict[subprocess.Popen, object] = {}
+        self.stop_signal: Optional[str] = None
+        self.start = time.time()
+
+    def _on_signal(self, signum, _frame) -> None:
+        if self.stop_signal is None:
+            self.stop_signal = signal.Signals(signum).name
+            self.say(f"[{self.tag}] {self.stop_signal}: starting no more jobs; {len(self.running)} running job(s) "
+                     "write a checkpoint and stop (the next slice resumes them)")
+        for p in self.running:
+            _terminate(p)
+
+    def over_budget(self) -> bool:
+        return self.budget_min is not None and time.time() - self.start > 60 * self.budget_min
+
+    def run(self) -> Outcome:
+        out = Outcome()
+        old = {s: signal.signal(s, self._on_signal) for s in STOP_SIGNALS}
+        waiting: dict = {}   # job -> lock holder, for runs another (orphaned) process still holds
+        try:
+            while True:
+                if not self.stop_signal and not self.over_budget():
+                    self._launch(out, waiting)
+                if not self.running:
+                    if waiting and not self.stop_signal and not self.over_budget():
+                        time.sleep(POLL_S)   # an orphan of a killed slice holds them: wait for its checkpoint
+                        continue
+                    break
+                time.sleep(POLL_S)
+                self._reap(out)
+                if len(out.failed) >= self.fail_fast and not out.trained:
+                    print(f"[{self.tag}] error: the first {len(out.failed)} jobs of this slice all failed; not "
+                          f"starting more. The last one's log: {self.study.log(out.failed[-1])}", file=sys.stderr,
+                          flush=True)
+                    for p in self.running:
+                        _terminate(p)
+                    while self.running:
+                        time.sleep(POLL_S)
+                        self._reap(out)
+                    break
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+        if self.stop_signal:
+            out.stopped = self.stop_signal
+        elif self.over_budget() and self.study.plan():
+            out.stopped = "budget"
+        return out
+
+    def _launch(self, out: Outcome, waiting: dict) -> None:
+        busy = set(self.running.values())
+        done_here = set(out.failed)
+        for job in self.study.plan():
+            if len(self.running) >= self.jobs:
+                return
+            if job in busy or job in done_here:
+                continue
+            holder = lock_holder(self.study.run_dir(job))
+            if holder:
+                if job not in waiting:
+                    self.say(f"[{self.tag}] {job.rel()} is held by {holder} (a job of a stopped slice writing "
+                             "its checkpoint): waiting for it")
+                waiting[job] = holder
+                continue
+            waiting.pop(job, None)
+            log = self.study.log(job)
+            log.parent.mkdir(parents=True, exist_ok=True)
+            with open(log, "ab") as f:
+                p = subprocess.Popen(self.study.command(job), cwd=self.study.cwd, env=self.study.env, stdout=f,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_child_setup)
+            self.running[p] = job
+            busy.add(job)
+            self.say(f"[{self.tag}] start {job.rel()}" + (f" (lr={job.lr:g})" if getattr(job, "lr", None) else ""))
+
+    def _reap(self, out: Outcome) -> None:
+        for p in [p for p in self.running if p.poll() is not None]:
+            job, rc = self.running.pop(p), p.returncode
+            summary = self.study.summary(job)
+            status = summary.get("status")
+            if status in FINAL:
+                self.study.copy(job)   # and keeps one checkpoint
+                out.trained += 1
+                value = _valid(summary)
+                self.say(f"[{self.tag}] {job.rel()}: {status}" + (f", valid {value}" if value else "")
+                         + f" ({out.trained} this slice, {time.time() - self.start:.0f} s)")
+            elif rc in (EXIT_PREEMPTED, -signal.SIGTERM):
+                out.preempted.append(job)
+            elif rc == EXIT_LOCKED:
+                pass   # another process held it after all: planned again once its lock is free
+            else:
+                out.failed.append(job)   # not retried in this slice: its log says why
+                self.say(f"[{self.tag}] {job.rel()}: failed (exit {rc}); log {self.study.log(job)}")
+
+
+def _terminate(p: subprocess.Popen) -> None:
+    try:
+        os.killpg(p.pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _valid(summary: dict) -> str:
+    from ..rundir import criterion
+    name, value, _ = criterion(summary)
+    return f"{name} {value:.4g}" if value is not None else ""

@@ -1,0 +1,151 @@
+"""Where a study's runs live and how one is trained: run root, staged copies, committed copies.
+
+A job is one normlab-train run: task, norm, lr (None = the preset) and seed. Its run directory is
+``<root>/<scale>/<name>/<task>/<norm>/[lr=<v>/]seed<k>`` under the run root of the study's commit
+(normlab.pin), its copy ``<copies>/<task>/<norm>/[lr=<v>/]seed<k>``. A job is finished when a final
+summary (completed or diverged) of the study's commit is found in its copy, its run directory, the
+results folder's committed copies or a sibling study's (the tuned grid shares the fixed grid's
+preset-lr runs). A selection run of the record (normlab.study.roles) counts for a selection job
+whatever its commit: the choice it made stays made.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import NamedTuple, Optional, Sequence
+
+from .. import pin
+from ..report.runs import FINAL, export_if_changed, load_run
+from .executor import prune_checkpoints
+from .roles import SELECTION, role_of
+
+
+class Job(NamedTuple):
+    task: str
+    norm: str
+    lr: Optional[float]   # None: the preset lr (the fixed-lr grid's run)
+    seed: int
+
+    def rel(self) -> Path:
+        return Path(self.task) / self.norm / (f"lr={self.lr:g}" if self.lr is not None else "") / f"seed{self.seed}"
+
+
+class Study:
+    """The runs of one study at ``commit`` (trained from the checkout ``code``).
+
+    ``copies``: where finished runs are exported (the staging folder while the study is partial);
+    ``committed``: the results folder's own copies; ``shared``: other folders whose copies of the
+    same jobs count (a sibling study's). ``roles``: seed -> selection | evaluation."""
+
+    def __init__(self, *, scale: str, name: str, root: Path, copies: Path, commit: str, dirty: bool,
+                 code: Optional[Path], roles: dict, jobs_n: int = 1, committed: Optional[Path] = None,
+                 shared: Sequence[Path] = (), overrides: Sequence[str] = ()):
+        self.scale, self.name, self.root, self.copies = scale, name, Path(root), Path(copies)
+        self.commit, self.dirty, self.code, self.roles = commit, dirty, code, dict(roles)
+        self.committed, self.shared, self.overrides = committed, list(shared), list(overrides)
+        self.threads = max(1, (os.cpu_count() or 1) // max(1, jobs_n))
+        self._final: dict[Job, tuple[Path, dict]] = {}
+        self._runs: dict = {}
+
+    # --- where ---
+    @property
+    def cwd(self) -> Optional[Path]:
+        return self.code
+
+    @property
+    def env(self) -> Optional[dict]:
+        return pin.environ(self.code) if self.code else None
+
+    def run_dir(self, job: Job) -> Path:
+        return self.root / self.scale / self.name / job.rel()
+
+    def copy_dir(self, job: Job) -> Path:
+        return self.copies / job.rel()
+
+    def log(self, job: Job) -> Path:
+        return self.root / "logs" / self.name / (str(job.rel()).replace("/", "_") + ".log")
+
+    def sources(self, job: Job) -> list[Path]:
+        dirs = [self.copy_dir(job), self.run_dir(job)]
+        dirs += [Path(c) / job.rel() for c in ([self.committed] if self.committed else []) + self.shared_for(job)]
+        return dirs
+
+    def shared_for(self, job: Job) -> list[Path]:
+        return self.shared
+
+    # --- what is done ---
+    def accepts(self, where: Path, summary: dict, job: Job) -> bool:
+        if where == self.run_dir(job):
+            return True   # the run root is the commit's own
+        if role_of(summary) == SELECTION and self.roles.get(job.seed) == SELECTION:
+            return True
+        return summary.get("git_commit") == self.commit and bool(summary.get("git_dirty")) == self.dirty
+
+    def summary(self, job: Job) -> dict:
+        """``job``'s final summary ({} while it is not finished); read once, as a final one never changes."""
+        if job not in self._final:
+            for d in self.sources(job):
+                try:
+                    s = json.loads((d / "summary.json").read_text())
+                except (OSError, ValueError):
+                    continue
+                if s.get("status") in FINAL and self.accepts(d, s, job):
+                    self._final[job] = (d, s)
+                    break
+        return self._final.get(job, (None, {}))[1]
+
+    def final_dir(self, job: Job) -> Optional[Path]:
+        self.summary(job)
+        return self._final.get(job, (None,))[0]
+
+    def final_run(self, job: Job):
+        if job not in self._runs and self.final_dir(job):
+            self._runs[job] = load_run(self.final_dir(job))
+        return self._runs.get(job)
+
+    def where(self, job: Job) -> str:
+        """Where a finished job was found: copy, run root, committed or shared; "" when not finished."""
+        d = self.final_dir(job)
+        if d is None:
+            return ""
+        if d == self.copy_dir(job):
+            return "copy"
+        return "run root" if d == self.run_dir(job) else "committed"
+
+    def jobs(self) -> list[Job]:
+        raise NotImplementedError
+
+    def plan(self) -> list[Job]:
+        """Every job whose prerequisites are met and that is not finished, in priority order."""
+        return [j for j in self.jobs() if not self.summary(j)]
+
+    # --- how ---
+    def command(self, job: Job) -> list[str]:
+        cmd = [sys.executable, "-m", "normlab.train", f"task={job.task}", f"norm={job.norm}", f"seed={job.seed}",
+               f"scale={self.scale}", f"name={self.name}", f"paths.root={self.root}", f"threads={self.threads}",
+               "progress=false", f"hydra.run.dir='{self.run_dir(job)}'"]
+        if job.seed in self.roles:
+            cmd.append(f"seed_role={self.roles[job.seed]}")
+        return cmd + ([f"task.train.lr={job.lr:g}"] if job.lr is not None else []) + self.overrides
+
+    def copy(self, job: Job) -> None:
+        """Export a finished run to the copies, and keep one checkpoint of it (a run that finished
+        while no driver watched it, in a killed slice, is pruned here)."""
+        src = self.final_dir(job) or self.run_dir(job)
+        if src != self.copy_dir(job):
+            export_if_changed(src, self.copy_dir(job))
+        if self.summary(job):
+            prune_checkpoints(self.run_dir(job))
+
+
+class FixedGrid(Study):
+    """tasks x norms x seeds at the preset lr (the fixed-lr grid, and the pre-norm study)."""
+
+    def __init__(self, tasks: list[str], norms: list[str], seeds: list[int], **kw):
+        super().__init__(**kw)
+        self.tasks, self.norms, self.seeds = tasks, norms, seeds
+
+    def jobs(self) -> list[Job]:
+        return [Job(t, n, None, s) for t in self.tasks for n in self.norms for s in self.seeds]

@@ -1,0 +1,67 @@
+"""``--plan``: every run a study needs, which are done and where, and what the rest will cost.
+
+Cost comes from measured runs: the mean wall time of the task's finished runs (this study's, else
+the reference runs given, e.g. the results folder's committed copies), in one-thread job hours
+(a job runs cores/jobs torch threads; on the 2-core machine, one). Disk: the mean size of the
+finished run directories here (one checkpoint each, normlab.study.executor), else 4 bytes per
+parameter for best.pt plus the copy, from the reference runs' parameter counts.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from pathlib import Path
+from statistics import mean
+from typing import Iterable
+
+
+def dir_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
+
+
+def costs(runs: Iterable) -> tuple[dict, dict]:
+    """Per task: mean wall time (s) and mean parameter count of finished runs."""
+    walls, params = defaultdict(list), defaultdict(list)
+    for r in runs:
+        s = r.summary if hasattr(r, "summary") else r
+        if s.get("wall_time_s"):
+            walls[s["task"]].append(float(s["wall_time_s"]))
+        if s.get("params"):
+            params[s["task"]].append(int(s["params"]))
+    return {t: mean(v) for t, v in walls.items()}, {t: mean(v) for t, v in params.items()}
+
+
+def lines(study, reference: Iterable = (), shared_note: str = "", unnamed: dict | None = None) -> list[str]:
+    jobs = study.jobs()
+    done = {j: study.where(j) for j in jobs}
+    own = [j for j in jobs if not study.is_shared(j)] if hasattr(study, "is_shared") else jobs
+    shared = [j for j in jobs if j not in own]
+    finished = [study.summary(j) for j in jobs if done[j]]
+    wall, params = costs(finished)
+    ref_wall, ref_params = costs(reference)
+    every = list(wall.values()) or list(ref_wall.values()) or [0.0]
+    out = []
+    for j in jobs:
+        tag = f"done ({done[j]})" if done[j] else "to train"
+        out.append(f"  {str(j.rel()):<48} {tag}" + ("  [shared]" if j in shared else ""))
+    left = [j for j in own if not done[j]]
+    unnamed = dict(unnamed or {})
+    n_unnamed = sum(unnamed.values())
+    seconds = sum(wall.get(j.task, ref_wall.get(j.task, mean(every))) for j in left)
+    seconds += sum(n * wall.get(t, ref_wall.get(t, mean(every))) for t, n in unnamed.items())
+    measured = [d for d in (study.run_dir(j) for j in jobs if done[j] == "run root") if d.exists()]
+    if measured:
+        per_run = {None: mean(dir_bytes(d) for d in measured)}
+        how = f"measured on {len(measured)} finished run directories here"
+    else:
+        per_run = {t: 4 * p + 20_000 for t, p in {**ref_params, **params}.items()}
+        how = "4 B per parameter for best.pt, from the parameter counts of the reference runs"
+    fallback = mean(per_run.values()) if per_run else 0.0
+    disk = sum(per_run.get(None, per_run.get(j.task, fallback)) for j in left)
+    by_status = Counter("done" if done[j] else "left" for j in own)
+    out += [f"[plan] {len(own)} runs of this study: {by_status['done']} done, {by_status['left']} to train"
+            + (f", about {n_unnamed} more once their lr is chosen" if n_unnamed else "")
+            + (f"; {len(shared)} shared {shared_note} ({sum(bool(done[j]) for j in shared)} done)" if shared else ""),
+            f"[plan] about {seconds / 3600:.1f} one-thread job hours left (mean wall time of the task's finished "
+            "runs)",
+            f"[plan] about {disk / 1e9:.2f} GB of run directories left to write ({how})"]
+    return out

@@ -1,0 +1,91 @@
+"""Partial studies keep main green: finished runs are staged, and a complete study is promoted.
+
+While a study trains (over several slices, each committing what finished), its run copies go to
+``results/staging/<folder>/runs``, which no committed-tables check reads. Once every job of the
+study is finished, ``promote`` replaces the reported copies in ``results/<folder>/runs`` (every
+copy but the selection record's) with the staged ones in one step; the old copies stay in git
+history. All staged studies share one commit, so the studies that share runs (the tuned grid and
+the fixed grid's preset-lr runs) come from the same code.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Optional
+
+from .. import pin
+from ..report.runs import find_runs
+from .roles import SELECTION, role_of
+
+STAGING = "staging"
+
+
+def staging_dir(out: Path) -> Path:
+    """results/<folder> -> results/staging/<folder>"""
+    return Path(out).parent / STAGING / Path(out).name
+
+
+def staged_commits(out: Path) -> dict[Path, str]:
+    """The commit of every study staged beside ``out`` (results/staging/*/runs)."""
+    found = {}
+    for runs in sorted((Path(out).parent / STAGING).glob("*/runs")):
+        commit = pin.commit_of_copies(runs)
+        if commit:
+            found[runs.parent] = commit
+    return found
+
+
+def resolve(out: Path, requested: Optional[str], working_tree: bool) -> tuple[str, Optional[Path], bool]:
+    """(commit, checkout, dirty) of the study whose results folder is ``out``: its staged copies'
+    commit, else a sibling staged study's, else --commit, else a clean HEAD. A --commit that
+    disagrees with what is staged is refused: nothing staged is ever dropped without being named."""
+    stage = staging_dir(out)
+    commits = staged_commits(out)
+    if len(set(commits.values())) > 1:
+        raise pin.PinError("the staged studies come from different commits ("
+                           + ", ".join(f"{p}: {c[:12]}" for p, c in commits.items())
+                           + "); studies that share runs must share one commit: discard all but one by name "
+                             "(--discard-staging <folder>)")
+    staged = next(iter(commits.values()), None)
+    if staged and requested and not working_tree:
+        full = pin.git("rev-parse", "--verify", f"{requested}^{{commit}}")
+        if full != staged.removesuffix("-dirty"):
+            raise pin.PinError(f"--commit {requested} is {full[:12]}, but the staged studies "
+                               f"({', '.join(str(p) for p in commits)}) come from {staged[:12]}: continue at "
+                               f"{staged[:12]} (drop --commit), or discard them by name (--discard-staging {stage})")
+    if working_tree:
+        return pin.resolve(stage / "runs", None, True)
+    return pin.resolve(stage / "runs", requested, False, fallback=None if requested else staged)
+
+
+def discard(out: Path, named: Path) -> None:
+    """Remove the staged copies of ``out``'s study; only when the caller names that folder."""
+    stage = staging_dir(out)
+    if Path(named).resolve() != stage.resolve():
+        raise pin.PinError(f"--discard-staging {named}: this study's staging folder is {stage}; name it exactly")
+    shutil.rmtree(stage, ignore_errors=True)
+
+
+def promote(out: Path) -> tuple[int, int]:
+    """Replace the reported copies of ``out`` with the staged ones; returns (removed, added)."""
+    stage, runs = staging_dir(out), Path(out) / "runs"
+    removed = 0
+    for r in find_runs([runs]) if runs.exists() else []:
+        if role_of(r.summary) != SELECTION:
+            shutil.rmtree(r.path)
+            removed += 1
+    added = 0
+    for r in find_runs([stage / "runs"]):
+        dest = runs / r.path.relative_to(stage / "runs")
+        if dest.exists():
+            shutil.rmtree(dest)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(r.path, dest)
+        added += 1
+    for empty in sorted(runs.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+        if empty.is_dir() and not any(empty.iterdir()):
+            empty.rmdir()
+    shutil.rmtree(stage)
+    if not any(stage.parent.iterdir()):
+        stage.parent.rmdir()
+    return removed, added

@@ -1,0 +1,205 @@
+"""Studies in time-limited slices (normlab.study): a budget, a clean stop on SIGTERM, SIGINT and
+SIGKILL with no job left behind, restarts that never re-train a finished run, roles in every
+summary, staged copies until the study is complete, and a report of the evaluation seeds only."""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import REPO, TEST_CACHE
+
+GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+# long enough (~5 s of training a run) for a signal to land while jobs train; checkpoints every 100 steps
+LONG = ["task.train.max_steps=600", "task.train.eval_every=200", "task.train.max_epochs=100000",
+        "task.train.checkpoint_every=100"]
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory):
+    """A clone whose HEAD is the code under test: studies train from a clean commit (git_dirty false)."""
+    tmp = tmp_path_factory.mktemp("study")
+    env = {**os.environ, **GIT_ENV}
+    repo = tmp / "clone"
+    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(REPO), str(repo)], check=True, env=env)
+    for path in ("scripts", "normlab", "hydra_plugins"):
+        shutil.copytree(REPO / path, repo / path, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True, env=env)
+    subprocess.run(["git", "commit", "-qm", "code under test", "--allow-empty"], cwd=repo, check=True, env=env)
+    return repo
+
+
+def environ(repo: Path, data_dir) -> dict:
+    return {**os.environ, "NORMLAB_DATA": str(data_dir), "NORMLAB_CACHE": str(TEST_CACHE), "PYTHONPATH": str(repo),
+            "PYTHONUNBUFFERED": "1"}
+
+
+def start(repo, data_dir, script, args) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, script, *args], cwd=repo, env=environ(repo, data_dir),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def wait_for(proc: subprocess.Popen, pattern: str, lines: list, timeout=240) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if re.search(pattern, line):
+            return
+    raise AssertionError(f"never saw {pattern!r}:\n" + "".join(lines[-40:]))
+
+
+def finish(proc, lines, timeout=600) -> int:
+    out, _ = proc.communicate(timeout=timeout)
+    lines.append(out)
+    return proc.returncode
+
+
+def trainers(root: Path) -> list[str]:
+    """The normlab-train processes of this test's run root still alive."""
+    found = []
+    for d in Path("/proc").iterdir():
+        try:
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "normlab.train" in cmd and str(root) in cmd:
+            found.append(f"{d.name}: {cmd}")
+    return found
+
+
+def no_trainers_within(root: Path, seconds: float = 60) -> None:
+    deadline = time.time() + seconds
+    while trainers(root) and time.time() < deadline:
+        time.sleep(0.5)
+    assert not trainers(root), trainers(root)
+
+
+def completions(root: Path) -> dict:
+    """How often each run ended completed or diverged, read from the jobs' own logs (every slice
+    appends to its job's log): a run trained again after it finished would count twice."""
+    done = {}
+    for log in root.rglob("logs/*/*.log"):
+        done[log.stem] = len(re.findall(r"^\[normlab\] \S+: (completed|diverged);", log.read_text(), re.M))
+    return done
+
+
+def test_fixed_study_in_slices_stopped_by_signals_and_budget(clone, data_dir, tmp_path):
+    root = tmp_path / "runs"
+    args = ["--scale", "smoke", "--tasks", "synthetic_cls,rt", "--norms", "layernorm,layernorm_simple",
+            "--seeds", "1,2,3", "--evaluation-seeds", "2,3", "--jobs", "2", "--root", str(root), "--no-figures",
+            "--", *LONG]
+    log: list = []
+    plan = subprocess.run([sys.executable, "scripts/reproduce.py", "--plan", *args], cwd=clone,
+                          env=environ(clone, data_dir), capture_output=True, text=True, timeout=120)
+    assert plan.returncode == 0 and "12 runs of this study: 0 done, 12 to train" in plan.stdout, plan.stdout + plan.stderr
+
+    # 1. SIGTERM while two jobs train: both write a checkpoint and stop; the driver exits 0
+    p = start(clone, data_dir, "scripts/reproduce.py", args)
+    wait_for(p, r"start .*seed2", log)
+    time.sleep(5)
+    p.send_signal(signal.SIGTERM)
+    assert finish(p, log) == 0, "".join(log[-30:])
+    assert "SIGTERM: starting no more jobs" in "".join(log)
+    no_trainers_within(root, 5)
+    stage = clone / "results" / "staging" / "smoke"
+    assert not (clone / "results" / "smoke").exists()   # nothing reported while the study is partial
+
+    # 2. SIGKILL: the driver dies without a word; its jobs still stop (PR_SET_PDEATHSIG)
+    p = start(clone, data_dir, "scripts/reproduce.py", args)
+    wait_for(p, r"start ", log)
+    time.sleep(5)
+    p.kill()
+    log.append(p.communicate()[0])
+    no_trainers_within(root, 60)
+
+    # 3. a budget: what started finishes, nothing more starts, exit 0 saying what is left
+    p = start(clone, data_dir, "scripts/reproduce.py", ["--budget-min", "0.02", *args])
+    assert finish(p, log) == 0, "".join(log[-30:])
+    assert "stopped: budget" in log[-1] and "left" in log[-1], log[-1]
+    record = json.loads((stage / "reproduce.json").read_text())
+    assert record["absent"] and record["grid"]["seed_roles"] == {"selection": [1], "evaluation": [2, 3]}
+
+    # 4. SIGINT (Ctrl-C) reaches the driver only (jobs have their own process group): a clean stop too
+    p = start(clone, data_dir, "scripts/reproduce.py", args)
+    wait_for(p, r"start ", log)
+    time.sleep(3)
+    p.send_signal(signal.SIGINT)
+    assert finish(p, log) == 0, "".join(log[-30:])
+    no_trainers_within(root, 5)
+
+    # 5. the rest: every run trained exactly once, then promoted and reported
+    p = start(clone, data_dir, "scripts/reproduce.py", args)
+    assert finish(p, log) == 0, "".join(log[-40:])
+    text = "".join(log)
+    assert "study complete: 12 staged copies" in text
+    done = completions(root)
+    assert len(done) == 12 and set(done.values()) == {1}, done
+    res = clone / "results" / "smoke"
+    assert not stage.exists()
+    for f in (res / "runs").rglob("summary.json"):
+        s = json.loads(f.read_text())
+        assert s["git_dirty"] is False and s["seed_role"] == ("selection" if s["seed"] == 1 else "evaluation"), f
+    # one checkpoint per finished run
+    assert sorted({p.name for p in root.rglob("checkpoints/*")}) == ["best.pt"]
+    table = (res / "table1.csv").read_text()
+    assert "(2)" in table and "(3)" not in table   # the evaluation seeds only
+    assert "Left out: 4 selection run(s) (seed 1" in (res / "report.md").read_text()
+    record = json.loads((res / "reproduce.json").read_text())
+    assert len(record["sessions"]) == 4 and record["git_dirty"] is False and record["selection_record"]["seeds"] == [1]
+    no_trainers_within(root, 5)
+
+    # nothing left to do: a restart trains nothing, and commit_results finds nothing new once committed
+    again = subprocess.run([sys.executable, "scripts/reproduce.py", *args], cwd=clone, env=environ(clone, data_dir),
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "12 finished, 0 to train" in again.stdout, again.stdout + again.stderr
+
+
+def test_tuned_study_stopped_and_restarted_reports_evaluation_seeds_only(clone, data_dir, tmp_path):
+    root = tmp_path / "runs"
+    args = ["--scale", "smoke", "--tasks", "synthetic_cls", "--norms", "layernorm", "--selection-seeds", "1",
+            "--evaluation-seeds", "2,3", "--jobs", "2", "--root", str(root), "--no-figures", "--extend", "0",
+            "--out", str(tmp_path / "results" / "smoke-tuned")]
+    log: list = []
+    p = start(clone, data_dir, "scripts/reproduce_tuned.py", args)
+    wait_for(p, r"start .*lr=", log)
+    p.send_signal(signal.SIGTERM)
+    assert finish(p, log) == 0, "".join(log[-30:])
+    no_trainers_within(root, 30)
+    assert (tmp_path / "results" / "staging" / "smoke-tuned" / "reproduce.json").exists()
+    p = start(clone, data_dir, "scripts/reproduce_tuned.py", args)
+    assert finish(p, log) == 0, "".join(log[-40:])
+    text = "".join(log)
+    assert "study complete" in text, text[-3000:]
+    done = completions(root)
+    assert set(done.values()) == {1} and len(done) >= 7, done   # 5 lrs of seed 1, seeds 2-3 at the choice
+    res = tmp_path / "results" / "smoke-tuned"
+    rows = (res / "tuned.csv").read_text().splitlines()
+    assert any(r.startswith("synthetic_cls,LayerNorm,") and "(2)" in r for r in rows), rows
+    for f in (res / "runs").rglob("summary.json"):
+        s = json.loads(f.read_text())
+        assert s["git_dirty"] is False and s["seed_role"] == ("selection" if s["seed"] == 1 else "evaluation")
+    no_trainers_within(root, 5)
+
+
+def test_prenorm_is_a_study_of_its_own(clone, data_dir, tmp_path):
+    out = subprocess.run([sys.executable, "scripts/reproduce.py", "--study", "prenorm", "--scale", "mini", "--plan",
+                          "--root", str(tmp_path / "runs")], cwd=clone, env=environ(clone, data_dir),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "45 runs of this study: 0 done, 45 to train" in out.stdout
+    assert "enwik8/adanorm/seed6" in out.stdout and "one-thread job hours left" in out.stdout
+
+
+def test_a_seed_with_no_role_is_refused(tmp_path):
+    out = subprocess.run([sys.executable, str(REPO / "scripts" / "reproduce.py"), "--seeds", "7", "--plan"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "seed 7 is neither a selection seed" in out.stderr, out.stderr
