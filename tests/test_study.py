@@ -203,3 +203,15 @@ def test_a_seed_with_no_role_is_refused(tmp_path):
     out = subprocess.run([sys.executable, str(REPO / "scripts" / "reproduce.py"), "--seeds", "7", "--plan"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "seed 7 is neither a selection seed" in out.stderr, out.stderr
+
+
+def test_per_seed_subsets_are_one_data_note_naming_the_seeds():
+    from normlab.report.aggregate import data_note
+    from normlab.report.runs import Run
+
+    def run(seed):
+        subset = f"SUBSET: training on a seeded random 4,000 (task.data.train_limit=4000, train_limit_seed={seed})"
+        return Run(Path("."), {}, {"data": {"source": "real", "subset": subset, "sizes": {"train": 4000}}})
+    note = data_note([run(3), run(2), run(3)])
+    assert note.count("SUBSET") == 1 and "train_limit_seed=the run's seed: 2, 3)" in note
+    assert "train_limit_seed=0)" in data_note([run(0), run(0)])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 from dataclasses import dataclass, field
 from typing import Optional
@@ -157,14 +158,26 @@ class Grid:
         return None, True
 
 
+LIMIT_SEED = re.compile(r"train_limit_seed=(\d+)")
+
+
 def data_note(runs: list[Run]) -> str:
     """What data a column's runs used: source, subset (or full), split sizes; from the summaries."""
-    infos = {json.dumps(r.data, sort_keys=True) for r in runs if r.data}
-    if not infos:
+    # With train_limit_seed=run every seed draws its own subset: one note for them, naming the seeds.
+    limit_seeds: dict[str, set] = {}
+    for r in runs:
+        if r.data:
+            key = json.dumps({**r.data, "subset": LIMIT_SEED.sub("train_limit_seed={}", r.data.get("subset") or "")},
+                             sort_keys=True)
+            limit_seeds.setdefault(key, set()).update(LIMIT_SEED.findall(r.data.get("subset") or ""))
+    if not limit_seeds:
         return "data unknown (no summary)"
     notes = []
-    for s in sorted(infos):
+    for s in sorted(limit_seeds):
         d = json.loads(s)
+        seeds = sorted(limit_seeds[s], key=int)
+        d["subset"] = d["subset"].replace("train_limit_seed={}", "train_limit_seed=" + (
+            seeds[0] if len(seeds) == 1 else f"the run's seed: {', '.join(seeds)}")) if d["subset"] else None
         sizes = dict(d.get("sizes") or {})
         dropped = d.get("train_pairs_over_max_len")
         if isinstance(dropped, int) and dropped and isinstance(sizes.get("train"), int):
