@@ -140,9 +140,11 @@ def main(argv=None) -> int:
     complete = not left and not g.unnamed and not failed
     if not complete and not a.no_train:
         staged = find_runs([stage / "runs"]) if (stage / "runs").exists() else []
+        committed = find_runs([a.out / "runs"]) if (a.out / "runs").exists() and not staged else []
         record = provenance.record(stage, f"make reproduce-tuned SCALE={a.scale}", commit, dirty, staged, grid, session,
                                    jobs_left=len(left), jobs_left_unnamed=sum(g.unnamed.values()),
-                                   job_hours_left=round(g.hours_left(staged), 1), selection_record=selection)
+                                   job_hours_left=round(g.hours_left(staged or committed), 1),
+                                   selection_record=selection)
         write_json(stage / "reproduce.json", record)
         atomic_write_bytes(stage / "README.md", (
             f"# Staged runs: tuned comparison, scale {a.scale} (partial)\n\nRuns at commit `{commit}`: "

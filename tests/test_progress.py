@@ -1,40 +1,14 @@
-"""make reproduce-table's progress line: runs done / total and an ETA from this sweep's rate."""
-import subprocess
-import sys
+"""A study slice's progress line (runs done / total and an ETA from this slice's rate) and the job bars."""
 from pathlib import Path
 
-from normlab.progress import RunProgress, watch
+from normlab.progress import eta_line
 
 
-class Clock:
-    def __init__(self):
-        self.t = 0.0
-
-    def __call__(self):
-        return self.t
-
-
-def test_eta_extrapolates_this_sweeps_rate_only(tmp_path):
-    done = {tmp_path / "a"}  # finished before the sweep: says nothing about a run's duration
-    clock = Clock()
-    p = RunProgress([tmp_path / x for x in "abcde"], lambda path: path in done, clock)
-    assert p.poll() == "[reproduce] 1/5 runs done (0 in this sweep, 0 s), ETA after the first run"
-    assert p.poll() is None  # nothing changed, nothing printed
-    clock.t = 120.0
-    done.add(tmp_path / "b")
-    assert p.poll() == "[reproduce] 2/5 runs done (1 in this sweep, 2 min), ETA 6 min"
-    clock.t = 3 * 3600.0
-    done.update(tmp_path / x for x in "cde")
-    assert p.poll() == "[reproduce] 5/5 runs done (4 in this sweep, 3.0 h), all done"
-
-
-def test_watch_returns_the_exit_status_and_reports_the_final_count(tmp_path, capsys):
-    marker = tmp_path / "run1"
-    p = RunProgress([marker], lambda path: path.exists())
-    proc = subprocess.Popen([sys.executable, "-c", f"open({str(marker)!r}, 'w'); raise SystemExit(3)"])
-    assert watch(proc, p, every=0.05) == 3
-    out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("[reproduce] 0/1 runs done") and out[-1].startswith("[reproduce] 1/1 runs done")
+def test_eta_extrapolates_this_slices_rate_only():
+    # runs finished before the slice say nothing about how long a run takes
+    assert eta_line(1, 5, 0, 0.0) == "[reproduce] 1/5 runs done (0 in this slice, 0 s), ETA after the first run"
+    assert eta_line(2, 5, 1, 120.0) == "[reproduce] 2/5 runs done (1 in this slice, 2 min), ETA 6 min"
+    assert eta_line(5, 5, 4, 3 * 3600.0, "tuned") == "[tuned] 5/5 runs done (4 in this slice, 3.0 h), all done"
 
 
 def test_progress_true_shows_evaluation_bars_and_false_shows_none(tmp_path, capsys):

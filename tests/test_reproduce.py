@@ -76,7 +76,7 @@ def test_smoke_reproduction_writes_every_output_and_shows_divergence(tmp_path, d
     out = reproduce(args, tmp_path, data_dir)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "12 runs, 1 finished, 11 to train" in out.stdout
-    assert "(11 this slice, " in out.stdout and "study complete: 12 staged copies replace 1 reported" in out.stdout
+    assert "[reproduce] 12/12 runs done (11 in this slice, " in out.stdout and "study complete: 12 staged copies replace 1 reported" in out.stdout
     res = tmp_path / "results" / "smoke"
 
     tables = ["summary", "table1", "table3", "findings", "grad_stats", "data", "runs"]

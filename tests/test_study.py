@@ -215,3 +215,26 @@ def test_per_seed_subsets_are_one_data_note_naming_the_seeds():
     note = data_note([run(3), run(2), run(3)])
     assert note.count("SUBSET") == 1 and "train_limit_seed=the run's seed: 2, 3)" in note
     assert "train_limit_seed=0)" in data_note([run(0), run(0)])
+
+
+def test_grid_sh_runs_a_slice_detached_and_stops_it_cleanly(clone, data_dir, tmp_path):
+    env = {**environ(clone, data_dir), "PYTHON": sys.executable, "GRID_DIR": str(tmp_path / "grid")}
+    root = tmp_path / "runs"
+    study = ["--scale", "smoke", "--tasks", "synthetic_cls", "--norms", "layernorm,layernorm_simple", "--seeds", "2,3",
+             "--root", str(root), "--out", str(tmp_path / "results" / "smoke")]
+    sh = lambda *a: subprocess.run(["bash", "scripts/grid.sh", *a], cwd=clone, env=env, capture_output=True,  # noqa: E731
+                                   text=True, timeout=300)
+    started = sh("start", "fixed", "30", *study, "--", *LONG)
+    assert started.returncode == 0 and "started fixed (pid" in started.stdout, started.stdout + started.stderr
+    assert sh("start", "fixed", "30", *study).returncode == 1   # one slice of a study at a time
+    log = tmp_path / "grid" / "fixed.log"
+    deadline = time.time() + 120
+    while "start synthetic_cls" not in log.read_text() and time.time() < deadline:
+        time.sleep(0.5)
+    status = sh("status", "fixed", *study)
+    assert "fixed: running" in status.stdout and "[plan] 4 runs of this study" in status.stdout, status.stdout
+    stopped = sh("stop", "fixed")
+    assert stopped.returncode == 0 and "fixed stopped" in stopped.stdout, stopped.stdout + stopped.stderr
+    assert "stopped: SIGTERM" in log.read_text()
+    no_trainers_within(root, 5)
+    assert "fixed: not running" in sh("status", "fixed", *study).stdout

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
+from ..progress import eta_line
 from ..report.runs import FINAL
 
 EXIT_PREEMPTED, EXIT_LOCKED = 75, 4
@@ -175,8 +176,11 @@ class Executor:
                 self.study.copy(job)   # and keeps one checkpoint
                 out.trained += 1
                 value = _valid(summary)
-                self.say(f"[{self.tag}] {job.rel()}: {status}" + (f", valid {value}" if value else "")
-                         + f" ({out.trained} this slice, {time.time() - self.start:.0f} s)")
+                self.say(f"[{self.tag}] {job.rel()}: {status}" + (f", valid {value}" if value else ""))
+                named = len(self.study.jobs())   # the tuned grid names later stages as earlier ones finish
+                total = named + sum((getattr(self.study, "unnamed", None) or {}).values())
+                self.say(eta_line(named - len(self.study.plan()), total, out.trained, time.time() - self.start,
+                                  self.tag))
             elif rc in (EXIT_PREEMPTED, -signal.SIGTERM):
                 out.preempted.append(job)
             elif rc == EXIT_LOCKED:
