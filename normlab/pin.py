@@ -25,6 +25,10 @@ class PinError(RuntimeError):
     """The grid cannot be trained at one clean commit; the message says how to fix it."""
 
 
+class UncommittedCode(PinError):
+    """A new grid would be trained at HEAD, and HEAD's code has uncommitted changes."""
+
+
 def git(*args: str, cwd: Path = REPO) -> str:
     out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
     if out.returncode:
@@ -98,7 +102,7 @@ def choose(requested: Optional[str], copies: Optional[str], where: Path) -> str:
     if copies:
         return copies
     if dirty():
-        raise PinError(f"the code ({', '.join(CODE)}) has uncommitted changes, and the grid is trained from a clean "
+        raise UncommittedCode(f"the code ({', '.join(CODE)}) has uncommitted changes, and the grid is trained from a clean "
                        "checkout of a commit: commit them first, pass --commit <rev> to train at a commit, or "
                        "--working-tree to train from the checkout as it is")
     return head()

@@ -29,6 +29,12 @@ case $cmd in
     budget=${3:?start needs BUDGET_MIN (minutes after which no job starts)}
     shift 3
     if alive; then echo "grid.sh: $study already runs (pid $(cat "$pidf")); make grid-stop STUDY=$study first" >&2; exit 1; fi
+    # The first slice of a study names its commit: otherwise the driver continues the grid that the
+    # results folder reports, at that grid's (older) code.
+    if [[ " $* " != *" --commit "* ]] && ! compgen -G "results/staging/*/runs" > /dev/null; then
+      echo "grid.sh: nothing is staged yet: the first slice names the commit to train at (make grid-start ... COMMIT=<sha>, or --commit <sha>; docs/studies.md)" >&2
+      exit 2
+    fi
     mkdir -p "$dir"
     for s in fixed prenorm tuned; do
       if [[ $s != "$study" && -f $dir/$s.pid ]] && kill -0 "$(cat "$dir/$s.pid")" 2>/dev/null; then

@@ -165,13 +165,16 @@ def main(argv=None) -> int:
         return report_only(a, argv)
     start, started = time.time(), provenance.utc_now()
     stage = staging.staging_dir(a.out)
-    if a.plan and not a.commit and not a.working_tree and pin.dirty():
-        print("[plan] the code has uncommitted changes: planned at HEAD (training needs a clean tree or --commit)")
-        a.commit = "HEAD"
     try:
         if a.discard_staging:
             staging.discard(a.out, a.discard_staging)
-        commit, code, dirty = staging.resolve(a.out, a.commit, a.working_tree)
+        commit, code, dirty, source = staging.resolve(a.out, a.commit, a.working_tree)
+    except pin.UncommittedCode as e:
+        if not a.plan:
+            print(f"[reproduce] error: {e}", file=sys.stderr)
+            return 2
+        print("[plan] the code has uncommitted changes: planned at HEAD (training needs a clean tree or --commit)")
+        commit, code, dirty, source = pin.head(), None, False, "HEAD (uncommitted changes: planned only)"
     except pin.PinError as e:
         print(f"[reproduce] error: {e}", file=sys.stderr)
         return 2
@@ -180,15 +183,16 @@ def main(argv=None) -> int:
     if a.plan:
         print(f"[plan] study {a.study} ({a.name}) at commit {commit[:12]}: {len(a.tasks)} tasks x "
               f"{len(a.norm_list)} norms x seeds {','.join(map(str, a.seeds))} "
-              f"({', '.join(f'{s}: {r}' for s, r in a.roles.items())}); staged in {_rel(stage)}")
+              f"({', '.join(f'{s}: {r}' for s, r in a.roles.items())}); staged in {_rel(stage)}; the commit is "
+              f"{source}")
         committed = find_runs([a.out / "runs"]) if (a.out / "runs").exists() else []
         print("\n".join(planning.lines(study, reference=committed)))
         return 0
     todo = study.plan()
     n = len(study.jobs())
     print(f"[reproduce] study {a.study}: scale={a.scale} tasks={','.join(a.tasks)} norms={','.join(a.norm_list)} "
-          f"seeds={','.join(map(str, a.seeds))} at commit {commit[:12]}: {n} runs, {n - len(todo)} finished, "
-          f"{len(todo)} to train", flush=True)
+          f"seeds={','.join(map(str, a.seeds))} at commit {commit[:12]} ({source}): {n} runs, {n - len(todo)} "
+          f"finished, {len(todo)} to train", flush=True)
     outcome = None
     if todo and not a.no_train:
         try:

@@ -97,19 +97,24 @@ def main(argv=None) -> int:
     a = parse(argv)
     start, started = time.time(), provenance.utc_now()
     stage = staging.staging_dir(a.out)
-    if a.plan and not a.commit and not a.working_tree and pin.dirty():
-        print("[plan] the code has uncommitted changes: planned at HEAD (training needs a clean tree or --commit)")
-        a.commit = "HEAD"
     try:
         if a.discard_staging:
             staging.discard(a.out, a.discard_staging)
-        commit, code, dirty = staging.resolve(a.out, a.commit, a.working_tree)
+        commit, code, dirty, source = staging.resolve(a.out, a.commit, a.working_tree,
+                                                      shares_with=(a.out.parent / a.scale,))
+    except pin.UncommittedCode as e:
+        if not a.plan:
+            print(f"[tuned] error: {e}", file=sys.stderr)
+            return 2
+        print("[plan] the code has uncommitted changes: planned at HEAD (training needs a clean tree or --commit)")
+        commit, code, dirty, source = pin.head(), None, False, "HEAD (uncommitted changes: planned only)"
     except pin.PinError as e:
         print(f"[tuned] error: {e}", file=sys.stderr)
         return 2
     a.root = pin.root_for(a.root.resolve(), commit, dirty)
     g = Grid(a, code, commit, dirty)
-    print(f"[tuned] scale={a.scale} tasks={','.join(a.tasks)} norms={','.join(a.norms)} at commit {commit[:12]}; "
+    print(f"[tuned] scale={a.scale} tasks={','.join(a.tasks)} norms={','.join(a.norms)} at commit {commit[:12]} "
+          f"({source}); "
           f"lr factors {', '.join(f'{f:g}' for f in sorted({1.0, *a.factors}))}; selection seed {a.select_seed}, "
           f"evaluation seeds {','.join(map(str, a.eval_seeds))}", flush=True)
     if a.plan:

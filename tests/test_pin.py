@@ -77,3 +77,17 @@ def test_jobs_run_in_the_worktree_read_the_callers_data_folder(tmp_path, monkeyp
     assert env["PYTHONPATH"].split(":")[0] == str(tmp_path / "code")
     monkeypatch.setenv("NORMLAB_DATA", "/elsewhere")
     assert pin.environ(tmp_path / "code")["NORMLAB_DATA"] == "/elsewhere"
+
+
+def test_a_fresh_clone_continues_the_reported_grid_and_a_new_study_names_its_commit(tmp_path, data_dir):
+    older = subprocess.run(["git", "rev-parse", "HEAD~1"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    d = tmp_path / "results" / "smoke" / "runs" / "synthetic_cls" / "layernorm" / "seed2"
+    d.mkdir(parents=True)
+    (d / "summary.json").write_text(json.dumps({"status": "completed", "git_commit": older, "git_dirty": False,
+                                                "seed": 2, "task": "synthetic_cls"}))
+    plan = GRID[:GRID.index("--no-figures")] + ["--seeds", "2", "--root", str(tmp_path / "runs"), "--plan"]
+    found = reproduce(plan, tmp_path, data_dir)
+    assert found.returncode == 0 and f"at commit {older[:12]}" in found.stdout, found.stdout + found.stderr
+    assert "the runs reported in smoke/runs" in found.stdout and "1 runs of this study: 1 done" in found.stdout
+    new = reproduce(plan + ["--commit", "HEAD"], tmp_path, data_dir)
+    assert new.returncode == 0 and f"at commit {head()[:12]}" in new.stdout and "1 runs of this study: 0 done" in new.stdout

@@ -191,11 +191,15 @@ def test_tuned_study_stopped_and_restarted_reports_evaluation_seeds_only(clone, 
 
 
 def test_prenorm_is_a_study_of_its_own(clone, data_dir, tmp_path):
-    out = subprocess.run([sys.executable, "scripts/reproduce.py", "--study", "prenorm", "--scale", "mini", "--plan",
-                          "--root", str(tmp_path / "runs")], cwd=clone, env=environ(clone, data_dir),
+    plan = [sys.executable, "scripts/reproduce.py", "--study", "prenorm", "--scale", "mini", "--plan", "--root",
+            str(tmp_path / "runs")]
+    out = subprocess.run(plan + ["--commit", "HEAD"], cwd=clone, env=environ(clone, data_dir),
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert "45 runs of this study: 0 done, 45 to train" in out.stdout
+    assert "45 runs of this study: 0 done, 45 to train" in out.stdout   # a new study: the evaluation seeds 2-6
+    # without --commit it continues the grid results/mini-enwik8-prenorm reports: seeds 2-3 of 273b6b8 count
+    found = subprocess.run(plan, cwd=clone, env=environ(clone, data_dir), capture_output=True, text=True, timeout=120)
+    assert found.returncode == 0 and "at commit 273b6b8e9e9b" in found.stdout and "18 done, 27 to train" in found.stdout
     assert "enwik8/adanorm/seed6" in out.stdout and "one-thread job hours left" in out.stdout
 
 
@@ -224,9 +228,11 @@ def test_grid_sh_runs_a_slice_detached_and_stops_it_cleanly(clone, data_dir, tmp
              "--root", str(root), "--out", str(tmp_path / "results" / "smoke")]
     sh = lambda *a: subprocess.run(["bash", "scripts/grid.sh", *a], cwd=clone, env=env, capture_output=True,  # noqa: E731
                                    text=True, timeout=300)
-    started = sh("start", "fixed", "30", *study, "--", *LONG)
+    refused = sh("start", "fixed", "30", *study)
+    assert refused.returncode == 2 and "the first slice names the commit" in refused.stderr, refused.stderr
+    started = sh("start", "fixed", "30", *study, "--commit", "HEAD", "--", *LONG)
     assert started.returncode == 0 and "started fixed (pid" in started.stdout, started.stdout + started.stderr
-    assert sh("start", "fixed", "30", *study).returncode == 1   # one slice of a study at a time
+    assert sh("start", "fixed", "30", *study, "--commit", "HEAD").returncode == 1   # one slice of a study at a time
     log = tmp_path / "grid" / "fixed.log"
     deadline = time.time() + 120
     while "start synthetic_cls" not in log.read_text() and time.time() < deadline:

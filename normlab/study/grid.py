@@ -126,9 +126,15 @@ class Study:
         cmd = [sys.executable, "-m", "normlab.train", f"task={job.task}", f"norm={job.norm}", f"seed={job.seed}",
                f"scale={self.scale}", f"name={self.name}", f"paths.root={self.root}", f"threads={self.threads}",
                "progress=false", f"hydra.run.dir='{self.run_dir(job)}'"]
-        if job.seed in self.roles:
+        if job.seed in self.roles and self.knows_roles():
             cmd.append(f"seed_role={self.roles[job.seed]}")
         return cmd + ([f"task.train.lr={job.lr:g}"] if job.lr is not None else []) + self.overrides
+
+    def knows_roles(self) -> bool:
+        """Whether the pinned code records seed roles; a study continued at an older commit (the
+        selection record's) takes its runs' roles from normlab/configs/study/seeds.yaml instead."""
+        train = Path(self.code or pin.REPO) / "normlab" / "configs" / "train.yaml"
+        return train.exists() and "seed_role:" in train.read_text()
 
     def copy(self, job: Job) -> None:
         """Export a finished run to the copies, and keep one checkpoint of it (a run that finished

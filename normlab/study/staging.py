@@ -35,10 +35,14 @@ def staged_commits(out: Path) -> dict[Path, str]:
     return found
 
 
-def resolve(out: Path, requested: Optional[str], working_tree: bool) -> tuple[str, Optional[Path], bool]:
+def resolve(out: Path, requested: Optional[str], working_tree: bool,
+            shares_with: tuple = ()) -> tuple[str, Optional[Path], bool, str]:
     """(commit, checkout, dirty) of the study whose results folder is ``out``: its staged copies'
-    commit, else a sibling staged study's, else --commit, else a clean HEAD. A --commit that
-    disagrees with what is staged is refused: nothing staged is ever dropped without being named."""
+    commit, else a sibling staged study's, else --commit (a new study), else the commit of the runs
+    the folder reports (a fresh clone continues what it finds) or, for none, that of the folders in
+    ``shares_with`` (the study whose runs it shares), else a clean HEAD. A --commit that
+    disagrees with what is staged is refused: nothing staged is ever dropped without being named.
+    The fourth value says where the commit came from."""
     stage = staging_dir(out)
     commits = staged_commits(out)
     if len(set(commits.values())) > 1:
@@ -54,8 +58,31 @@ def resolve(out: Path, requested: Optional[str], working_tree: bool) -> tuple[st
                                f"({', '.join(str(p) for p in commits)}) come from {staged[:12]}: continue at "
                                f"{staged[:12]} (drop --commit), or discard them by name (--discard-staging {stage})")
     if working_tree:
-        return pin.resolve(stage / "runs", None, True)
-    return pin.resolve(stage / "runs", requested, False, fallback=None if requested else staged)
+        return (*pin.resolve(stage / "runs", None, True), "this checkout as it is (--working-tree)")
+    if staged or requested:
+        where = "the staged studies" if staged else "--commit"
+        return (*pin.resolve(stage / "runs", requested, False, fallback=None if requested else staged), where)
+    # nothing staged, no --commit: continue the grid the folder reports (a fresh clone finds it complete)
+    reported, where = None, "a clean HEAD (a new study)"
+    for folder in (Path(out), *map(Path, shares_with)):   # a study whose runs it shares, e.g. the fixed-lr one
+        reported = reported_commit(folder / "runs")
+        if reported:
+            where = f"the runs reported in {folder.name}/runs (a new study at other code: --commit)"
+            break
+    return (*pin.resolve(stage / "runs", None, False, fallback=reported), where)
+
+
+def reported_commit(runs: Path) -> Optional[str]:
+    """The one commit of the reported (non-selection) copies in ``runs``; None when there are none
+    or they came from uncommitted code."""
+    found = {r.summary.get("git_commit") + ("-dirty" if r.summary.get("git_dirty") else "")
+             for r in (find_runs([runs]) if Path(runs).exists() else [])
+             if r.summary.get("git_commit") and role_of(r.summary) != SELECTION}
+    if len(found) > 1:
+        raise pin.PinError(f"{runs} reports runs of {len(found)} commits ({', '.join(sorted(c[:12] for c in found))}); "
+                           "a table must not mix code versions: pass --commit to train the study at one of them")
+    commit = next(iter(found), None)
+    return None if commit is None or commit.endswith("-dirty") else commit
 
 
 def discard(out: Path, named: Path) -> None:
