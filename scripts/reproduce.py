@@ -138,6 +138,8 @@ def report_only(a, argv) -> int:
                                  "seed_roles": a.seed_lists, "overrides": a.overrides}, None, absent=[],
                                 trained_by="by hand, before the study had a driver (its command: this folder's git "
                                            "history)")
+    rec["grid"].setdefault("seed_roles", a.seed_lists)
+    rec.setdefault("selection_record", selection_record(a))
     rec["report"] = provenance.report_stamp(len(runs), command=provenance.command("scripts/reproduce.py", argv))
     write_json(a.out / "reproduce.json", rec)
     atomic_write_bytes(a.out / "README.md", readme(rec, a.out, a.record_out).encode())
@@ -145,6 +147,13 @@ def report_only(a, argv) -> int:
     print(f"[reproduce] report of {len(runs)} run copies -> {a.out} (git {rec['report']['git_commit']}"
           + (", dirty" if rec["report"]["git_dirty"] else "") + ")")
     return 0
+
+
+def selection_record(a) -> dict:
+    """What the selection seeds chose and where their runs are (reproduce.json names it)."""
+    return {"commit": roles.declared().get("record_commit"), "seeds": a.seed_lists["selection"],
+            "folder": _rel(a.out / "runs") if not a.record_out else f"{a.record_out}/runs",
+            "what": "the seed(s) that calibrated the presets; never in a reported mean, test or figure"}
 
 
 def make_command(a) -> str:
@@ -202,7 +211,9 @@ def main(argv=None) -> int:
             return 2
         print(f"[reproduce] jobs run from {_rel(study.code)}, e.g. " + shlex.join(study.command(todo[0])), flush=True)
         outcome = Executor(study, a.jobs, a.budget_min, tag="reproduce").run()
-    for job in study.jobs():
+    # A study found complete as its folder reports it is not staged again; otherwise every finished
+    # run of it is staged, those found in the committed copies too (the promotion replaces them all).
+    for job in study.jobs() if todo or stage.exists() else []:
         if study.summary(job):
             study.copy(job)
     left = study.plan()
@@ -212,9 +223,7 @@ def main(argv=None) -> int:
                                  stopped=outcome.stopped if outcome else None)
     grid = {"study": a.study, "name": a.name, "scale": a.scale, "tasks": a.tasks, "norms": a.norm_list,
             "seeds": a.seeds, "seed_roles": a.seed_lists, "overrides": a.overrides}
-    selection = {"commit": roles.declared().get("record_commit"), "seeds": a.seed_lists["selection"],
-                 "folder": _rel(a.out / "runs"),
-                 "what": "the seed(s) that calibrated the presets; never in a reported mean, test or figure"}
+    selection = selection_record(a)
     failed = outcome.failed if outcome else []
     if (left or failed) and not a.no_train:
         staged = find_runs([stage / "runs"]) if (stage / "runs").exists() else []

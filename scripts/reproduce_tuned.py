@@ -123,6 +123,7 @@ def main(argv=None) -> int:
                                         shared_note="with the fixed-lr study (its preset-lr runs)")))
         return 0
     outcome = None
+    todo = g.plan() or g.unnamed
     if not a.no_train and g.plan():
         try:
             g.code = code or pin.checkout(commit)
@@ -130,7 +131,8 @@ def main(argv=None) -> int:
             print(f"[tuned] error: {e}", file=sys.stderr)
             return 2
         outcome = Executor(g, a.jobs, a.budget_min, tag="tuned").run()
-    for job in g.jobs() if not a.no_train else []:   # runs another study trained (its preset-lr runs) too
+    # staged: every finished run of a partial study, those another study trained (its preset-lr runs) too
+    for job in g.jobs() if not a.no_train and (todo or stage.exists()) else []:
         if g.summary(job):
             g.copy(job)
     left = g.plan()
@@ -141,6 +143,7 @@ def main(argv=None) -> int:
         "scripts/reproduce_tuned.py", argv, started, start, trained=outcome.trained if outcome else 0,
         failed=len(failed), stopped=outcome.stopped if outcome else None)
     selection = {"commit": roles.declared().get("record_commit"), "seeds": a.seed_lists["selection"],
+                 "folder": f"{a.record_out or a.out.name}/runs",
                  "what": "seed 1 at every lr of the grid: it chose each norm's lr; never in a reported mean or test"}
     complete = not left and not g.unnamed and not failed
     if not complete and not a.no_train:
@@ -174,13 +177,13 @@ def main(argv=None) -> int:
     written = write_tuned_report(runs, a.out, a.factors, figures=not a.no_figures, extend=a.extend) if runs else None
     old = provenance.read(a.out)
     record = provenance.record(a.out, f"make reproduce-tuned SCALE={a.scale}", old.get("git_commit", commit),
-                               old.get("git_dirty", dirty), runs, old.get("grid") or grid,
+                               old.get("git_dirty", dirty), runs, {"seed_roles": a.seed_lists, **(old.get("grid") or grid)},
                                session if complete and not a.no_train else None,
                                report_command=provenance.command("scripts/reproduce_tuned.py", argv) if a.no_train else None,
                                jobs_left=0 if complete else old.get("jobs_left", len(left)),
                                jobs_left_unnamed=0 if complete else old.get("jobs_left_unnamed", 0),
                                job_hours_left=0.0 if complete else old.get("job_hours_left", 0.0),
-                               **({"selection_record": selection} if complete or "selection_record" in old else {}))
+                               selection_record=selection)
     status = record["runs"]
     write_json(a.out / "reproduce.json", record)
     if written:

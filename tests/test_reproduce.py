@@ -70,13 +70,14 @@ def test_smoke_reproduction_writes_every_output_and_shows_divergence(tmp_path, d
              "task.train.lr=1e6", "task.train.diverge_loss=100",
              f"hydra.run.dir={tmp_path}/results/smoke/runs/synthetic_cls/layernorm/seed2"], tmp_path, data_dir)
     # --working-tree: the code under test, committed or not (the default trains at a clean commit)
-    # seed 1 is the selection seed: trained, kept, and in no table
-    args = ["--scale", "smoke", "--tasks", "rt,synthetic_cls", "--seeds", "1,2,3", "--evaluation-seeds", "2,3", "--norms",
+    # evaluation seeds (tests/test_study.py: a selection seed is trained, kept and in no table)
+    args = ["--scale", "smoke", "--tasks", "rt,synthetic_cls", "--seeds", "2,3", "--norms",
             "layernorm,layernorm_simple", "--jobs", "2", "--root", str(tmp_path / "runs"), "--working-tree"]
     out = reproduce(args, tmp_path, data_dir)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    assert "12 runs, 1 finished, 11 to train" in out.stdout
-    assert "[reproduce] 12/12 runs done (11 in this slice, " in out.stdout and "study complete: 12 staged copies replace 1 reported" in out.stdout
+    assert "8 runs, 1 finished, 7 to train" in out.stdout
+    assert "[reproduce] 8/8 runs done (7 in this slice, " in out.stdout
+    assert "study complete: 8 staged copies replace 1 reported" in out.stdout
     res = tmp_path / "results" / "smoke"
 
     tables = ["summary", "table1", "table3", "findings", "grad_stats", "data", "runs"]
@@ -96,7 +97,7 @@ def test_smoke_reproduction_writes_every_output_and_shows_divergence(tmp_path, d
     assert rows["LayerNorm"][1].endswith("(2)") and " ± " in rows["LayerNorm"][1]   # seeds 2 and 3
     assert rows["LayerNorm"][2] == "77.21" and rows["w/o Norm"][1] == "–"
     runs = list(csv.DictReader((res / "runs.csv").read_text().splitlines()))
-    assert len([r for r in runs if r["task"] != "caption"]) == 8   # the 4 selection runs left out
+    assert len([r for r in runs if r["task"] != "caption"]) == 8
     assert sorted(r["status"] for r in runs if r["task"] == "synthetic_cls" and r["norm"] == "layernorm") == \
         ["completed", "diverged"]
     # the data each task used is in every table's caption (LaTeX escapes its underscores)
@@ -107,13 +108,13 @@ def test_smoke_reproduction_writes_every_output_and_shows_divergence(tmp_path, d
     assert "LayerNorm-simple ≥ LayerNorm" in (res / "findings.md").read_text()
 
     rec = json.loads((res / "reproduce.json").read_text())
-    assert rec["make"] == "make reproduce-table SCALE=smoke TASKS=rt,synthetic_cls SEEDS=1,2,3 JOBS=2"
+    assert rec["make"] == "make reproduce-table SCALE=smoke TASKS=rt,synthetic_cls SEEDS=2,3 JOBS=2"
     (session,) = rec["sessions"]
     assert session["command"].startswith("python scripts/reproduce.py --scale smoke")
     assert len(rec["git_commit"]) == 40 and session["machine"]["cpus"] == os.cpu_count()
-    assert rec["run_git_commits"] == {rec["git_commit"]: 12}
-    assert rec["runs"] == {"completed": 11, "diverged": 1} and session["wall_time_s"] > 0 and rec["absent"] == []
-    assert session["trained"] == 11
+    assert rec["run_git_commits"] == {rec["git_commit"]: 8}
+    assert rec["runs"] == {"completed": 7, "diverged": 1} and session["wall_time_s"] > 0 and rec["absent"] == []
+    assert session["trained"] == 7
     readme = (res / "README.md").read_text()
     assert rec["git_commit"] in readme and "### Table 1: bias and gain" in readme
 
@@ -133,8 +134,9 @@ def test_smoke_reproduction_writes_every_output_and_shows_divergence(tmp_path, d
     import shutil
     shutil.rmtree(tmp_path / "runs")
     second = reproduce(args + ["--no-figures"], tmp_path, data_dir)
-    assert second.returncode == 0 and "12 runs, 12 finished, 0 to train" in second.stdout, second.stdout
-    assert [s["trained"] for s in json.loads((res / "reproduce.json").read_text())["sessions"]] == [11, 0]
+    assert second.returncode == 0 and "8 runs, 8 finished, 0 to train" in second.stdout, second.stdout
+    assert not (tmp_path / "results" / "staging").exists()   # a complete study is not staged again
+    assert [s["trained"] for s in json.loads((res / "reproduce.json").read_text())["sessions"]] == [7, 0]
 
 
 def test_logger_wandb_logs_the_results_folder_as_an_artifact(tmp_path, data_dir):

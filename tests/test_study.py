@@ -163,6 +163,7 @@ def test_fixed_study_in_slices_stopped_by_signals_and_budget(clone, data_dir, tm
     assert again.returncode == 0 and "12 finished, 0 to train" in again.stdout, again.stdout + again.stderr
 
 
+@pytest.mark.slow   # make test-slow
 def test_tuned_study_stopped_and_restarted_reports_evaluation_seeds_only(clone, data_dir, tmp_path):
     root = tmp_path / "runs"
     args = ["--scale", "smoke", "--tasks", "synthetic_cls", "--norms", "layernorm", "--selection-seeds", "1",
@@ -221,6 +222,7 @@ def test_per_seed_subsets_are_one_data_note_naming_the_seeds():
     assert "train_limit_seed=0)" in data_note([run(0), run(0)])
 
 
+@pytest.mark.slow   # make test-slow
 def test_grid_sh_runs_a_slice_detached_and_stops_it_cleanly(clone, data_dir, tmp_path):
     env = {**environ(clone, data_dir), "PYTHON": sys.executable, "GRID_DIR": str(tmp_path / "grid")}
     root = tmp_path / "runs"
