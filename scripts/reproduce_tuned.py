@@ -98,16 +98,8 @@ def main(argv=None) -> int:
     start, started = time.time(), provenance.utc_now()
     stage = staging.staging_dir(a.out)
     try:
-        if a.discard_staging:
-            staging.discard(a.out, a.discard_staging)
-        commit, code, dirty, source = staging.resolve(a.out, a.commit, a.working_tree,
-                                                      shares_with=(a.out.parent / a.scale,))
-    except pin.UncommittedCode as e:
-        if not a.plan:
-            print(f"[tuned] error: {e}", file=sys.stderr)
-            return 2
-        print("[plan] the code has uncommitted changes: planned at HEAD (training needs a clean tree or --commit)")
-        commit, code, dirty, source = pin.head(), None, False, "HEAD (uncommitted changes: planned only)"
+        commit, code, dirty, source = staging.pin_study(a.out, a.commit, a.working_tree, a.discard_staging, a.plan,
+                                                        shares_with=(a.out.parent / a.scale,))
     except pin.PinError as e:
         print(f"[tuned] error: {e}", file=sys.stderr)
         return 2

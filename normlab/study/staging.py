@@ -85,6 +85,21 @@ def reported_commit(runs: Path) -> Optional[str]:
     return None if commit is None or commit.endswith("-dirty") else commit
 
 
+def pin_study(out: Path, requested: Optional[str], working_tree: bool, discard_named: Optional[Path] = None,
+              plan: bool = False, shares_with: tuple = ()) -> tuple[str, Optional[Path], bool, str]:
+    """A driver's pinning: ``discard`` the staging folder it names, then ``resolve``; a --plan of a
+    new study in a checkout with uncommitted changes is planned at HEAD (training it is refused)."""
+    if discard_named:
+        discard(out, discard_named)
+    try:
+        return resolve(out, requested, working_tree, shares_with)
+    except pin.UncommittedCode:
+        if not plan:
+            raise
+        print("[plan] the code has uncommitted changes: planned at HEAD (training needs a clean tree or --commit)")
+        return pin.head(), None, False, "HEAD (uncommitted changes: planned only)"
+
+
 def discard(out: Path, named: Path) -> None:
     """Remove the staged copies of ``out``'s study; only when the caller names that folder."""
     stage = staging_dir(out)
