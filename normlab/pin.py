@@ -16,7 +16,7 @@ import os
 import platform
 import subprocess
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -50,10 +50,11 @@ def dirty(cwd: Path = REPO) -> bool:
     return bool(git("status", "--porcelain", "--untracked-files=no", "--", *CODE, cwd=cwd))
 
 
-def commit_of_copies(where: Path) -> Optional[str]:
+def commit_of_copies(where: Path, keep: Optional[Callable[[dict], bool]] = None) -> Optional[str]:
     """The one commit the run copies in ``where`` came from (None when there are none);
-    "<commit>-dirty" when they were trained from uncommitted code."""
-    found = sorted({c for c in _copy_commits(where) if c})
+    "<commit>-dirty" when they were trained from uncommitted code. ``keep``: only the copies whose
+    summary it accepts count (the reported ones, say)."""
+    found = sorted({c for c in _copy_commits(where, keep) if c})
     if len(found) > 1:
         raise PinError(f"{where} holds runs of {len(found)} commits ({', '.join(c[:12] for c in found)}); a table "
                        "must not mix code versions: remove the copies of all but one commit, or discard them and "
@@ -61,11 +62,13 @@ def commit_of_copies(where: Path) -> Optional[str]:
     return found[0] if found else None
 
 
-def _copy_commits(where: Path) -> Iterable[Optional[str]]:
+def _copy_commits(where: Path, keep: Optional[Callable[[dict], bool]] = None) -> Iterable[Optional[str]]:
     for f in sorted(Path(where).rglob("summary.json")) if Path(where).exists() else []:
         try:
             s = json.loads(f.read_text())
         except ValueError:
+            continue
+        if keep is not None and not keep(s):
             continue
         yield s.get("git_commit") and s["git_commit"] + ("-dirty" if s.get("git_dirty") else "")
 

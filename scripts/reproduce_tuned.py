@@ -116,7 +116,7 @@ def main(argv=None) -> int:
         return 0
     outcome = None
     todo = g.plan() or g.unnamed
-    if not a.no_train and g.plan():
+    if not a.no_train and todo:
         try:
             g.code = code or pin.checkout(commit)
         except pin.PinError as e:
@@ -143,7 +143,7 @@ def main(argv=None) -> int:
         committed = find_runs([a.out / "runs"]) if (a.out / "runs").exists() and not staged else []
         record = provenance.record(stage, f"make reproduce-tuned SCALE={a.scale}", commit, dirty, staged, grid, session,
                                    jobs_left=len(left), jobs_left_unnamed=sum(g.unnamed.values()),
-                                   job_hours_left=round(g.hours_left(staged or committed), 1),
+                                   job_hours_left=round(planning.hours_left(g, staged or committed, g.unnamed), 1),
                                    selection_record=selection)
         write_json(stage / "reproduce.json", record)
         atomic_write_bytes(stage / "README.md", (

@@ -78,16 +78,3 @@ class Grid(Study):
                 for seed in self.a.eval_seeds:
                     out += [Job(task, norm, lr, seed) for lr in dict.fromkeys([None, None if best in (None, base) else best])]
         return list(dict.fromkeys(out))
-
-    def hours_left(self, runs) -> float:
-        """About how many hours of one-job time are left: each task's jobs (named or not) times the
-        mean wall time of that task's finished runs (of all runs for a task with none yet)."""
-        walls: dict[str, list[float]] = {}
-        for r in runs:
-            walls.setdefault(r.task, []).append(float(r.summary.get("wall_time_s") or 0.0))
-        every = [w for ws in walls.values() for w in ws] or [0.0]
-        left: dict[str, int] = dict(self.unnamed)
-        for j in self.plan():
-            left[j.task] = left.get(j.task, 0) + 1
-        return sum(n * sum(walls.get(t, every)) / len(walls.get(t, every)) for t, n in left.items()) / 3600
-

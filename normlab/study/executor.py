@@ -45,10 +45,6 @@ class Outcome:
     preempted: list = field(default_factory=list)   # stopped with a checkpoint, resumed next slice
     stopped: Optional[str] = None    # "budget" or the signal's name, None when the plan ran out
 
-    @property
-    def clean(self) -> bool:
-        return not self.failed
-
 
 def _child_setup() -> None:
     """In the job's process before exec: its own process group; SIGTERM when the driver dies."""
@@ -143,6 +139,8 @@ class Executor:
         return out
 
     def _launch(self, out: Outcome, waiting: dict) -> None:
+        if len(self.running) >= self.jobs:
+            return   # planning reads every unfinished job's summary: not on every poll of a full slice
         busy = set(self.running.values())
         done_here = set(out.failed)
         for job in self.study.plan():

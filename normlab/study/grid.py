@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from abc import ABC, abstractmethod
 import sys
 from pathlib import Path
 from typing import NamedTuple, Optional, Sequence
@@ -32,7 +33,7 @@ class Job(NamedTuple):
         return Path(self.task) / self.norm / (f"lr={self.lr:g}" if self.lr is not None else "") / f"seed{self.seed}"
 
 
-class Study:
+class Study(ABC):
     """The runs of one study at ``commit`` (trained from the checkout ``code``).
 
     ``copies``: where finished runs are exported (the staging folder while the study is partial);
@@ -114,8 +115,13 @@ class Study:
             return "copy"
         return "run root" if d == self.run_dir(job) else "committed"
 
+    @abstractmethod
     def jobs(self) -> list[Job]:
-        raise NotImplementedError
+        """Every job of the study that can be named yet, finished or not, in priority order."""
+
+    def is_shared(self, job: Job) -> bool:
+        """Whether another study trains ``job`` as much as this one (its cost is that study's)."""
+        return False
 
     def plan(self) -> list[Job]:
         """Every job whose prerequisites are met and that is not finished, in priority order."""

@@ -30,15 +30,27 @@ def costs(runs: Iterable) -> tuple[dict, dict]:
     return {t: mean(v) for t, v in walls.items()}, {t: mean(v) for t, v in params.items()}
 
 
+def hours_left(study, reference: Iterable = (), unnamed: dict | None = None) -> float:
+    """One-thread job hours of the study's own unfinished jobs (named, plus ``unnamed`` per task):
+    each at the mean wall time of its task's finished runs, this study's, else ``reference``'s."""
+    jobs = study.jobs()
+    wall, _ = costs([study.summary(j) for j in jobs if study.summary(j)])
+    ref_wall, _ = costs(reference)
+    every = list(wall.values()) or list(ref_wall.values()) or [0.0]
+    per_task = lambda t: wall.get(t, ref_wall.get(t, mean(every)))  # noqa: E731
+    left = [j for j in jobs if not study.is_shared(j) and not study.summary(j)]
+    return (sum(per_task(j.task) for j in left)
+            + sum(n * per_task(t) for t, n in (unnamed or {}).items())) / 3600
+
+
 def lines(study, reference: Iterable = (), shared_note: str = "", unnamed: dict | None = None) -> list[str]:
+    reference = list(reference)
     jobs = study.jobs()
     done = {j: study.where(j) for j in jobs}
-    own = [j for j in jobs if not study.is_shared(j)] if hasattr(study, "is_shared") else jobs
+    own = [j for j in jobs if not study.is_shared(j)]
     shared = [j for j in jobs if j not in own]
-    finished = [study.summary(j) for j in jobs if done[j]]
-    wall, params = costs(finished)
-    ref_wall, ref_params = costs(reference)
-    every = list(wall.values()) or list(ref_wall.values()) or [0.0]
+    _, params = costs([study.summary(j) for j in jobs if done[j]])
+    _, ref_params = costs(reference)
     out = []
     for j in jobs:
         tag = f"done ({done[j]})" if done[j] else "to train"
@@ -46,8 +58,7 @@ def lines(study, reference: Iterable = (), shared_note: str = "", unnamed: dict 
     left = [j for j in own if not done[j]]
     unnamed = dict(unnamed or {})
     n_unnamed = sum(unnamed.values())
-    seconds = sum(wall.get(j.task, ref_wall.get(j.task, mean(every))) for j in left)
-    seconds += sum(n * wall.get(t, ref_wall.get(t, mean(every))) for t, n in unnamed.items())
+    hours = hours_left(study, reference, unnamed)
     measured = [d for d in (study.run_dir(j) for j in jobs if done[j] == "run root") if d.exists()]
     if measured:
         per_run = {None: mean(dir_bytes(d) for d in measured)}
@@ -61,7 +72,7 @@ def lines(study, reference: Iterable = (), shared_note: str = "", unnamed: dict 
     out += [f"[plan] {len(own)} runs of this study: {by_status['done']} done, {by_status['left']} to train"
             + (f", about {n_unnamed} more once their lr is chosen" if n_unnamed else "")
             + (f"; {len(shared)} shared {shared_note} ({sum(bool(done[j]) for j in shared)} done)" if shared else ""),
-            f"[plan] about {seconds / 3600:.1f} one-thread job hours left (mean wall time of the task's finished "
+            f"[plan] about {hours:.1f} one-thread job hours left (mean wall time of the task's finished "
             "runs)",
             f"[plan] about {disk / 1e9:.2f} GB of run directories left to write ({how})"]
     return out

@@ -75,13 +75,7 @@ def resolve(out: Path, requested: Optional[str], working_tree: bool,
 def reported_commit(runs: Path) -> Optional[str]:
     """The one commit of the reported (non-selection) copies in ``runs``; None when there are none
     or they came from uncommitted code."""
-    found = {r.summary.get("git_commit") + ("-dirty" if r.summary.get("git_dirty") else "")
-             for r in (find_runs([runs]) if Path(runs).exists() else [])
-             if r.summary.get("git_commit") and role_of(r.summary) != SELECTION}
-    if len(found) > 1:
-        raise pin.PinError(f"{runs} reports runs of {len(found)} commits ({', '.join(sorted(c[:12] for c in found))}); "
-                           "a table must not mix code versions: pass --commit to train the study at one of them")
-    commit = next(iter(found), None)
+    commit = pin.commit_of_copies(runs, keep=lambda s: role_of(s) != SELECTION)
     return None if commit is None or commit.endswith("-dirty") else commit
 
 
