@@ -133,11 +133,14 @@ class Checkpoints:
 
 def criterion(summary: dict) -> tuple[str, Optional[float], bool]:
     """(name, value, higher is better) of what selected the run's checkpoint on validation: the
-    task's metric, or the validation loss for tasks that compute no BLEU/UAS on validation (IWSLT,
-    PTB), whose best_valid_score is -loss."""
+    score the trainer kept (best_valid_score: the metric, or -loss where task.train.select=loss,
+    as IWSLT and PTB at mini) read back as the metric or the loss it came from. The tuned grid
+    chooses lrs with the same criterion, so one rule picks both the checkpoint and the lr."""
     bv = summary.get("best_valid") or {}
     metric = summary.get("metric")
-    if metric in bv and bv[metric] is not None:
-        return metric, float(bv[metric]), bool(summary.get("higher_is_better", True))
+    higher = bool(summary.get("higher_is_better", True))
     score = summary.get("best_valid_score")
+    value = bv.get(metric)
+    if value is not None and (score is None or score == (value if higher else -value)):
+        return metric, float(value), higher
     return "loss", None if score is None else -float(score), False

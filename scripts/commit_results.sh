@@ -29,20 +29,39 @@ snap=$(mktemp -d)
 trap 'rm -rf "$snap"' EXIT
 git add -A -- "$res/runs" $(ls "$res/reproduce.json" 2>/dev/null)
 if [[ -e $stage ]] || git ls-files --error-unmatch "$stage" > /dev/null 2>&1; then git add -A -- "$stage"; fi
-git archive "$(git write-tree)":"$res" | tar -x -C "$snap"
-rc=0
-if [[ $name == *-tuned ]]; then
-  "$py" scripts/reproduce_tuned.py --scale "${name%-tuned}" --no-train --out "$snap" --record-out "$res" > "$snap.log" 2>&1 || rc=$?
-else
-  study=fixed; scale=$name
-  if [[ $name == *-enwik8-prenorm ]]; then study=prenorm; scale=${name%-enwik8-prenorm}; fi
-  "$py" scripts/reproduce.py --study "$study" --scale "$scale" --report-only --out "$snap" --record-out "$res" > "$snap.log" 2>&1 || rc=$?
-fi
-tail -1 "$snap.log"; rm -f "$snap.log"
-if (( rc != 0 )); then echo "the report failed (exit $rc); nothing committed" >&2; exit 1; fi
+# report FOLDER OUT: the folder's tables from its indexed copies, written into OUT
+report() {
+  local folder=$1 out=$2 base rc=0
+  base=$(basename "$folder")
+  mkdir -p "$out"
+  git archive "$(git write-tree)":"$folder" | tar -x -C "$out"
+  if [[ $base == *-tuned ]]; then
+    "$py" scripts/reproduce_tuned.py --scale "${base%-tuned}" --no-train --out "$out" --record-out "$folder" > "$out.log" 2>&1 || rc=$?
+  else
+    local study=fixed scale=$base
+    if [[ $base == *-enwik8-prenorm ]]; then study=prenorm; scale=${base%-enwik8-prenorm}; fi
+    "$py" scripts/reproduce.py --study "$study" --scale "$scale" --report-only --out "$out" --record-out "$folder" > "$out.log" 2>&1 || rc=$?
+  fi
+  tail -1 "$out.log"; rm -f "$out.log"
+  return $rc
+}
+if ! report "$res" "$snap/main"; then echo "the report failed; nothing committed" >&2; exit 1; fi
 # the tuned report also copies runs finished since (final runs never change): keep those it used
-(cd "$snap" && find . -type f) | while read -r f; do
-  mkdir -p "$res/$(dirname "$f")" && cp "$snap/$f" "$res/$f" && git add "$res/$f"
+(cd "$snap/main" && find . -type f) | while read -r f; do
+  mkdir -p "$res/$(dirname "$f")" && cp "$snap/main/$f" "$res/$f" && git add "$res/$f"
 done
+# Every study of the scale is corrected over one family of tests (normlab/configs/study/claims.yaml),
+# so the other studies' findings change with this folder's runs: their tables are re-written too
+# (from their own committed copies, which stay as they are), and the README's generated section.
+scale=$name; scale=${scale%-tuned}; scale=${scale%-enwik8-prenorm}
+for other in "results/$scale" "results/$scale-tuned" "results/$scale-enwik8-prenorm"; do
+  [[ $other == "$res" || ! -d $other/runs ]] && continue
+  if ! report "$other" "$snap/other"; then echo "the report of $other failed; nothing committed" >&2; exit 1; fi
+  (cd "$snap/other" && find . -type f -not -path './runs/*') | while read -r f; do
+    mkdir -p "$other/$(dirname "$f")" && cp "$snap/other/$f" "$other/$f" && git add "$other/$f"
+  done
+  rm -rf "$snap/other"
+done
+if [[ $scale == mini ]]; then "$py" scripts/readme_results.py > /dev/null && git add README.md; fi
 if git diff --cached --quiet; then echo "nothing new in $res"; exit 0; fi
 git commit -qm "$msg" && echo "committed $(git rev-parse --short HEAD): $res"

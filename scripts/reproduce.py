@@ -128,7 +128,7 @@ def _csv(s: str) -> list[str]:
 def report_only(a, argv) -> int:
     """The tables of a newer report from the same run copies; the runs' provenance is kept as it was."""
     runs = find_runs([a.out / "runs"])
-    written = write_report(runs, a.out, figures=not a.no_figures)
+    written = write_report(runs, a.out, figures=not a.no_figures, member=Path(a.record_out or a.out))
     rec = provenance.read(a.out)
     if not rec:   # a folder trained before it had a driver: its record is made from its runs
         commits = [c for c, _ in Counter(r.summary.get("git_commit") for r in runs).most_common() if c]
@@ -240,7 +240,7 @@ def main(argv=None) -> int:
             write_json(a.out / "reproduce.json", old)
         print(f"[reproduce] study complete: {added} staged copies replace {removed} reported ones in {_rel(a.out)}/runs")
     runs = find_runs([a.out / "runs"])
-    written = write_report(runs, a.out, figures=not a.no_figures)
+    written = write_report(runs, a.out, figures=not a.no_figures, member=Path(a.record_out or a.out))
     record = provenance.record(a.out, make_command(a), commit, dirty, [r for r in runs if r.summary.get("git_commit") ==
                                                                        commit], grid, session, absent=[],
                                selection_record=selection)

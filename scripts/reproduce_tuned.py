@@ -166,7 +166,8 @@ def main(argv=None) -> int:
             write_json(a.out / "reproduce.json", old)
         print(f"[tuned] study complete: {added} staged copies replace {removed} reported ones in {a.out}/runs")
     runs = find_runs([a.out / "runs"]) if (a.out / "runs").exists() else []
-    written = write_tuned_report(runs, a.out, a.factors, figures=not a.no_figures, extend=a.extend) if runs else None
+    written = (write_tuned_report(runs, a.out, a.factors, figures=not a.no_figures, extend=a.extend,
+                                  member=Path(a.record_out or a.out)) if runs else None)
     old = provenance.read(a.out)
     record = provenance.record(a.out, f"make reproduce-tuned SCALE={a.scale}", old.get("git_commit", commit),
                                old.get("git_dirty", dirty), runs, {"seed_roles": a.seed_lists, **(old.get("grid") or grid)},

@@ -15,14 +15,30 @@ from test_report import make_run
 
 def test_bits_per_byte_by_hand():
     # train = "abab" -> unigram with add-one: p(a) = p(b) = 3/260; bigram rows a->b 2+1 of 1+256+2.
-    data = torch.tensor([97, 98, 97, 98, 97, 97], dtype=torch.uint8)
-    res = bits_per_byte(data, {"train": (0, 4), "test": (4, 6)})
+    data = torch.tensor([97, 98, 97, 98, 97, 97, 97, 98, 97, 98], dtype=torch.uint8)
+    res = bits_per_byte(data, {"train": (0, 4), "test": (4, 6), "valid": (6, 10)})
     assert res["unigram"]["test"] == pytest.approx(-math.log2(3 / 260))
     # test bytes: 97 after 98 (count 1 of 1 transitions from b: (1+1)/(1+256)), 97 after 97 ((0+1)/(2+256))
     expect = -(math.log2(2 / 257) + math.log2(1 / 258)) / 2
     assert res["bigram"]["test"] == pytest.approx(expect)
     # train from byte 0: the bigram scores bytes 1..3 (a->b, b->a, a->b)
     assert res["bigram"]["train"] == pytest.approx(-(2 * math.log2(3 / 258) + math.log2(2 / 257)) / 3)
+
+
+def test_smoothed_bigram_minimizes_the_valid_bits_by_hand():
+    # train "abab": counts a->b 2, b->a 1. valid bytes 6..9 = "abab" after byte 5 = "a": pairs a->a, a->b,
+    # b->a, a->b. With add-alpha: p(b|a) = (2 + α) / (2 + 256α), p(a|a) = α / (2 + 256α), p(a|b) = (1 + α) / (1 + 256α).
+    data = torch.tensor([97, 98, 97, 98, 97, 97, 97, 98, 97, 98], dtype=torch.uint8)
+    res = bits_per_byte(data, {"train": (0, 4), "test": (4, 6), "valid": (6, 10)})
+
+    def valid_bits(al):
+        pab, paa, pba = (2 + al) / (2 + 256 * al), al / (2 + 256 * al), (1 + al) / (1 + 256 * al)
+        return -(math.log2(paa) + 2 * math.log2(pab) + math.log2(pba)) / 4
+    alpha = res["bigram_valid"]["alpha"]
+    assert res["bigram_valid"]["valid"] == pytest.approx(valid_bits(alpha))
+    grid = [10 ** (k / 20) for k in range(-80, 21)]         # 1e-4 .. 10
+    assert valid_bits(alpha) <= min(valid_bits(a) for a in grid) + 1e-6
+    assert res["bigram_valid"]["valid"] < res["bigram"]["valid"]      # add-one is the α = 1 point
 
 
 def test_majority_and_right_neighbour_by_hand():

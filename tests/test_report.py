@@ -8,15 +8,14 @@ import json
 import math
 import subprocess
 import sys
+
 import pytest
 import yaml
-from scipy import stats
 
 from normlab.report import find_runs, write_report
 from normlab.report import published as P
 from normlab.report.aggregate import Grid
 from normlab.report.cli import main as cli_main
-from normlab.report.findings import CLAIMS, evaluate, findings, gap, sign_tests, summary_lines
 from normlab.report.paper_tables import TABLES, norm_table
 from normlab.report.runs import export
 from normlab.report.tables import latex_escape
@@ -101,73 +100,6 @@ def test_table2_improvement_rows_flip_sign_for_bpc(tmp_path):
     assert row(t, "Detach mean only")[1:] == ["–", "–"]
 
 
-def test_findings_welch_test_verdicts(tmp_path):
-    for seed, (a, b) in enumerate([(80.0, 70.0), (81.0, 71.5), (82.5, 72.0)], start=1):
-        make_run(tmp_path / "x", "rt", "layernorm_simple", seed, a)
-        make_run(tmp_path / "x", "rt", "layernorm", seed, b)
-        make_run(tmp_path / "x", "rt", "adanorm", seed, b - 5.0)     # AdaNorm clearly worse than LN
-        make_run(tmp_path / "x", "rt", "detachnorm", seed, a + (seed - 2) * 3.0)  # overlaps LN-simple
-    g = grid_of(tmp_path / "x")
-    claim = {c.key: c for c in CLAIMS}
-    f = evaluate(g, claim["ln_simple_no_worse"], "rt")
-    expect = stats.ttest_ind([80, 81, 82.5], [70, 71.5, 72], equal_var=False, alternative="greater")
-    assert f.verdict == "holds" and f.p == pytest.approx(expect.pvalue, rel=1e-12)
-    assert f.diff == pytest.approx(10.0) and (f.n_a, f.n_b) == (3, 3) and f.paper == "-0.55"
-    assert claim["adanorm_improves"].strict     # the paper claims an improvement, so ">" not "≥"
-    assert evaluate(g, claim["adanorm_improves"], "rt").verdict == "contradicted"
-    assert evaluate(g, claim["derivatives_matter"], "rt").verdict == "not shown"
-    assert evaluate(g, claim["var_derivative_matters_more"], "rt") is None      # neither norm ran
-
-
-def test_findings_corrected_verdicts_and_sign_test(tmp_path):
-    # Two tasks, each raw-significant for LN-simple over LN (p = 0.036 and 0.045 by hand below).
-    for task, lns, ln in (("rt", [80.0, 83.0, 81.0], [78.0, 79.0, 78.5]),
-                          ("sst2", [80.0, 83.0, 81.0], [78.5, 79.0, 78.5])):
-        for seed, (a, b) in enumerate(zip(lns, ln), start=1):
-            make_run(tmp_path, task, "layernorm_simple", seed, a)
-            make_run(tmp_path, task, "layernorm", seed, b)
-    fs = findings(grid_of(tmp_path))
-    tested = [f for f in fs if f.p_decide is not None]
-    assert [f.claim.key for f in tested] == ["ln_simple_no_worse"] * 2
-    rt, sst2 = sorted(tested, key=lambda f: f.p_decide)
-    p1 = stats.ttest_ind([80, 83, 81], [78, 79, 78.5], equal_var=False, alternative="greater").pvalue
-    p2 = stats.ttest_ind([80, 83, 81], [78.5, 79, 78.5], equal_var=False, alternative="greater").pvalue
-    assert rt.p_decide == pytest.approx(p1) and sst2.p_decide == pytest.approx(p2) and p1 < p2 < 0.05
-    assert rt.verdict == sst2.verdict == "holds"
-    # m = 2 by hand. Holm: 2 * p1 = 0.073 for both (monotone): neither survives.
-    assert rt.p_holm == pytest.approx(2 * p1) and sst2.p_holm == pytest.approx(2 * p1)
-    assert rt.verdict_holm == sst2.verdict_holm == "consistent"
-    # BH: min(2 * p1, p2) = p2 for both: both survive.
-    assert rt.p_bh == pytest.approx(p2) and sst2.p_bh == pytest.approx(p2)
-    assert rt.verdict_bh == sst2.verdict_bh == "holds"
-    st = sign_tests(fs)["ln_simple_no_worse"]
-    assert (st["wins"], st["n"]) == (2, 2) and st["p_greater"] == pytest.approx(0.25)
-    line = summary_lines(fs)[0]
-    assert "after Holm over all 2 tests, consistent on 2 of 2 (rt, sst2)" in line
-    assert "After BH: holds on 2 of 2" in line and "better on 2 of 2 tasks" in line
-
-
-def test_findings_divergence_decides_and_too_few_runs(tmp_path):
-    for seed in (1, 2):
-        make_run(tmp_path, "rt", "detachnorm", seed, status="diverged")
-        make_run(tmp_path, "rt", "layernorm_simple", seed, 75.0 + seed)
-    make_run(tmp_path, "rt", "layernorm", 1, 74.0)
-    g = grid_of(tmp_path)
-    claim = {c.key: c for c in CLAIMS}
-    f = evaluate(g, claim["derivatives_matter"], "rt")
-    assert f.verdict == "holds" and "DetachNorm diverged in every run" in f.sentence
-    assert evaluate(g, claim["ln_simple_no_worse"], "rt").verdict == "too few runs"
-
-
-def test_gap_is_last_valid_minus_late_train_loss(tmp_path):
-    curves = [{"step": s, "split": "train", "loss": 2.0 - s / 100} for s in range(10, 101, 10)]
-    curves += [{"step": 50, "split": "valid", "loss": 1.7}, {"step": 100, "split": "valid", "loss": 1.6},
-               {"step": 100, "split": "test", "loss": 9.0}]
-    make_run(tmp_path, "rt", "layernorm", 1, 70.0, curves=curves)
-    (run,) = find_runs([tmp_path])
-    assert gap(run) == pytest.approx(1.6 - 1.0)    # train records with step > 90: only step 100 (loss 1.0)
-
-
 def test_option_sets_become_separate_rows_and_mixed_configs_are_flagged(tmp_path):
     make_run(tmp_path, "rt", "adanorm", 1, 70.0, options={"C": 1.0, "k": 0.1})
     make_run(tmp_path, "rt", "adanorm", 2, 71.0, options={"C": 2.0, "k": 0.1})
@@ -198,7 +130,7 @@ def test_export_drops_per_layer_probe_keys_and_keeps_tables_identical(tmp_path):
 
 
 def test_grad_stats_table_from_probe_records(tmp_path):
-    probe = lambda step, m_in, v_in: {"step": step, "split": "train", "loss": 1.0,  # noqa: E731
+    probe = lambda step, m_in, v_in: {"step": step, "split": "train", "loss": 1.0,
                                       "grad/all/in_absmean": m_in, "grad/all/out_absmean": 2.0,
                                       "grad/all/in_var": v_in, "grad/all/out_var": 4.0}
     make_run(tmp_path, "rt", "detachnorm", 1, 70.0, curves=[probe(10, 1.0, 4.0), probe(20, 3.0, 8.0)])

@@ -184,7 +184,7 @@ def test_committed_tables_are_recreated_from_committed_runs(res, tmp_path):
         from normlab.tune import load_search
         factors = load_search("lr_grid")["params"]["task.train.lr"]["factor_choices"]
         written = write_tuned_report(find_runs([res / "runs"]), tmp_path, factors, figures=False,
-                                     extend=recorded_extend(res))
+                                     extend=recorded_extend(res), member=res)
         own = {Path(p).stem for p in written["tables"]}
     else:
         out = subprocess.run([sys.executable, "-m", "normlab.report.cli", str(res / "runs"), "--out", str(tmp_path),

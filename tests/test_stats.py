@@ -1,13 +1,21 @@
-"""normlab.report.stats: Holm and Benjamini-Hochberg against a textbook example worked by hand, the
-sign test against exact binomial counts, and the corrected verdicts of the findings table."""
-import pytest
+"""normlab.report.stats against textbook values: Holm and Benjamini-Hochberg on Benjamini &
+Hochberg's example, the paired t-test on Student's sleep data, TOST by its two one-sided tests,
+the minimum detectable effect against Cohen's sample size, and the sign test as exact binomials."""
+import math
 
-from normlab.report.stats import adjust, bh, holm, sign_test
+import pytest
+from scipy import stats as sps
+from statsmodels.stats.power import TTestPower
+
+from normlab.report.stats import adjust, bh, holm, mde, paired, sign_test
 
 # Benjamini & Hochberg (1995), section 4: the 15 p-values of their example. At 0.05 Bonferroni and
 # Holm reject the 3 smallest, BH the 4 smallest (their text).
 BH95 = [0.0001, 0.0004, 0.0019, 0.0095, 0.0201, 0.0278, 0.0298, 0.0344, 0.0459, 0.3240, 0.4262,
         0.5719, 0.6528, 0.7590, 1.0000]
+# Student (1908) / Cushny & Peebles: extra hours of sleep of 10 patients under two drugs (R's `sleep`).
+SLEEP_1 = [0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0]
+SLEEP_2 = [1.9, 0.8, 1.1, 0.1, -0.1, 4.4, 5.5, 1.6, 4.6, 3.4]
 
 
 def test_holm_matches_hand_computation():
@@ -17,16 +25,12 @@ def test_holm_matches_hand_computation():
             7 * 0.0459, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
     assert holm(BH95) == pytest.approx(hand, abs=1e-12)
     assert sum(p < 0.05 for p in holm(BH95)) == 3
-    # order of the input does not matter
-    rev = holm(BH95[::-1])
-    assert rev[::-1] == pytest.approx(hand, abs=1e-12)
+    assert holm(BH95[::-1])[::-1] == pytest.approx(hand, abs=1e-12)   # the input order does not matter
 
 
 def test_bh_matches_hand_computation():
-    # By hand: m / i * p_(i), then the running minimum from the largest p down.
-    raw = [15 / (i + 1) * p for i, p in enumerate(BH95)]
+    raw = [15 / (i + 1) * p for i, p in enumerate(BH95)]   # m / i * p_(i), then the running minimum
     hand = [min(raw[i:]) for i in range(15)]
-    assert hand[3] == pytest.approx(0.0095 * 15 / 4) and hand[5] == pytest.approx(0.0298 * 15 / 7)
     assert bh(BH95) == pytest.approx(hand, abs=1e-12)
     assert sum(q < 0.05 for q in bh(BH95)) == 4
 
@@ -35,15 +39,57 @@ def test_adjust_skips_rows_without_a_test():
     h, b = adjust([0.01, None, 0.04, float("nan")])
     assert h[1] is None and b[3] is None
     assert h[0] == pytest.approx(0.02) and h[2] == pytest.approx(0.04)   # m = 2, not 4
-    assert b[0] == pytest.approx(0.02) and b[2] == pytest.approx(0.04)   # min(2 * 0.01, 0.04)
+    assert b[0] == pytest.approx(0.02) and b[2] == pytest.approx(0.04)
 
 
-def test_sign_test_exact_binomial():
-    # Better on 1 of 8 tasks: P(X <= 1) = (1 + 8) / 2^8; P(X >= 1) = 1 - 1/2^8.
+def test_paired_t_on_students_sleep_data():
+    r = paired(SLEEP_1, SLEEP_2)
+    # R: t.test(extra ~ group, data = sleep, paired = TRUE): t = -4.0621, df = 9, p-value = 0.002833,
+    # mean difference -1.58
+    assert r.n == 10 and r.diff == pytest.approx(-1.58)
+    assert r.t == pytest.approx(-4.0621, abs=1e-4) and r.p == pytest.approx(0.002833, abs=1e-6)
+    # 90% CI: mean ± t(0.95, 9) * sd / sqrt(10), sd of the differences 1.2300
+    half = 1.833113 * 1.229995 / math.sqrt(10)
+    assert r.ci90 == pytest.approx((-1.58 - half, -1.58 + half), abs=1e-5)
+    assert r.p_tost is None                        # no margin, no equivalence test
+
+
+def test_tost_is_the_larger_of_two_one_sided_tests():
+    d = [a - b for a, b in zip(SLEEP_1, SLEEP_2)]
+    for margin in (1.0, 2.5, 4.0):
+        r = paired(SLEEP_1, SLEEP_2, margin)
+        lower = sps.ttest_1samp([x + margin for x in d], 0.0, alternative="greater").pvalue
+        upper = sps.ttest_1samp([x - margin for x in d], 0.0, alternative="less").pvalue
+        assert r.p_tost == pytest.approx(max(lower, upper), rel=1e-9)
+    # equivalence at 0.05 exactly when the 90% CI lies inside ±margin
+    lo, hi = paired(SLEEP_1, SLEEP_2).ci90
+    assert paired(SLEEP_1, SLEEP_2, abs(lo) + 1e-6).p_tost < 0.05 < paired(SLEEP_1, SLEEP_2, abs(lo) - 1e-3).p_tost
+    assert hi < 0
+
+
+def test_paired_without_spread_or_pairs_has_no_test():
+    assert paired([1.0, 2.0], [0.0, 1.0]).p is None          # every difference 1.0: sd 0
+    assert paired([1.0], [0.0]).p is None and paired([1.0], [0.0]).n == 1
+
+
+def test_mde_against_cohens_sample_size_and_statsmodels():
+    # Cohen (1988): a paired/one-sample t-test needs 34 pairs (33.4) for d = 0.5 at power 0.8, two-sided 0.05
+    assert mde(34, 1.0, 0.05) < 0.5 < mde(33, 1.0, 0.05)
+    assert TTestPower().solve_power(effect_size=0.5, power=0.8, alpha=0.05) == pytest.approx(33.367, abs=1e-3)
+    for n, alpha in ((5, 0.05), (10, 0.01), (20, 0.05 / 40)):
+        assert mde(n, 1.0, alpha) == pytest.approx(TTestPower().solve_power(nobs=n, alpha=alpha, power=0.8), rel=1e-5)
+    assert mde(5, 2.0, 0.05) == pytest.approx(2 * mde(5, 1.0, 0.05))       # in the differences' units
+    # two seeds at a corrected level: beyond statsmodels' range, still solved (power 0.8 there)
+    d = mde(2, 1.0, 0.05 / 100)
+    crit = sps.t.isf(0.05 / 200, 1)
+    assert sps.nct.sf(crit, 1, d * math.sqrt(2)) == pytest.approx(0.8, abs=1e-6)
+    assert mde(1, 1.0, 0.05) is None
+
+
+def test_sign_test_exact_binomial_two_sided():
     r = sign_test([-0.19, 0.05, -2.5, -0.02, -0.53, -0.76, -0.07, -0.41])
     assert (r["wins"], r["losses"], r["n"]) == (1, 7, 8)
-    assert r["p_less"] == pytest.approx(9 / 256) and r["p_greater"] == pytest.approx(255 / 256)
-    # ties are dropped; 5 of 5 better: p = 1/32
-    r = sign_test([1.0, 2.0, 0.0, 3.0, 0.5, 0.1])
-    assert r["n"] == 5 and r["p_greater"] == pytest.approx(1 / 32)
-    assert sign_test([0.0])["p_greater"] is None
+    assert r["p"] == pytest.approx(2 * 9 / 256)                  # 2 * P(X <= 1), X ~ Bin(8, 1/2)
+    r = sign_test([1.0, 2.0, 0.0, 3.0, 0.5, 0.1])                # ties dropped: 5 of 5
+    assert r["n"] == 5 and r["p"] == pytest.approx(2 / 32)
+    assert sign_test([0.0])["p"] is None

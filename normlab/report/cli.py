@@ -28,7 +28,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"normlab-report: error: no run directories (config.yaml or summary.json) under "
               f"{', '.join(map(str, args.run_dirs))}", file=sys.stderr)
         return 2
-    written = write_report(runs, args.out, figures=not args.no_figures)
+    # the committed layout (results/<folder>/runs) names the study whose family the findings join
+    member = args.run_dirs[0].parent if len(args.run_dirs) == 1 and args.run_dirs[0].name == "runs" else None
+    written = write_report(runs, args.out, figures=not args.no_figures, member=member)
     print(written["main"].markdown())
     print(f"[normlab-report] {len(runs)} runs -> {args.out}: {len(written['tables'])} table files, "
           f"{len(written['figures'])} figure files, index {written['index']}")

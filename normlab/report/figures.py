@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from .aggregate import Grid, data_sentence, finite  # noqa: E402
 from .gradstats import probe_records  # noqa: E402
+from .overfit import rise_curve  # noqa: E402
 from .runs import Run  # noqa: E402
 from .style import norm_style  # noqa: E402
 
@@ -52,6 +53,8 @@ class Panel:
 # the training loss is cross-entropy with natural logarithms: per token (MT, LM) or per example
 LOSS_PANELS = [Panel("train loss", split_loss("train"), "train cross-entropy (nats)"),
                Panel("valid loss", split_loss("valid"), "valid cross-entropy (nats)")]
+# where overfitting lives: how far the valid loss has climbed above its own minimum
+RISE_PANEL = Panel("valid loss above its minimum", rise_curve, "valid loss − its minimum (% of minimum)")
 GRAD_PANELS = [Panel("|mean ∂ℓ/∂x| (re-centring)", probe_key("in_absmean"), "|mean ∂ℓ/∂x| (log scale)", log=True),
                Panel("Var ∂ℓ/∂x", probe_key("in_var"), "Var ∂ℓ/∂x (log scale)", log=True),
                Panel("Var ∂ℓ/∂x / Var ∂ℓ/∂y (mostly 1/σ²)", probe_key("var_ratio"), "variance ratio (log scale)",
@@ -111,9 +114,11 @@ def figure(grid: Grid, key: str, title: str, norms: Optional[list[str]], panels:
 # key -> (title, norms (None = all), panels, what the figure shows)
 FIGURES = {
     "curves": ("Train and valid loss per norm", None, LOSS_PANELS, "All norm variants."),
-    "overfitting": ("Overfitting: LayerNorm vs LayerNorm-simple", ["layernorm", "layernorm_simple"], LOSS_PANELS,
+    "overfitting": ("Overfitting: LayerNorm vs LayerNorm-simple", ["layernorm", "layernorm_simple"],
+                    LOSS_PANELS + [RISE_PANEL],
                     "The paper (Enwiki8 figure): with bias and gain the train loss is lower and the valid loss "
-                    "ends higher."),
+                    "ends higher. The third panel shows the valid loss relative to its own minimum: the rise after "
+                    "it is where overfitting shows, independent of when each norm peaked."),
     "detachnorm": ("DetachNorm vs LayerNorm-simple vs w/o Norm", ["none", "detachnorm", "layernorm_simple"],
                    LOSS_PANELS, "The paper (Table 2): normalizing forward without the mean/variance "
                    "derivatives (DetachNorm) loses to LayerNorm-simple."),

@@ -20,7 +20,9 @@ from typing import Callable, Optional
 
 from ..rundir import atomic_write_bytes, criterion as summary_criterion
 from .aggregate import NORM_LABELS, Cell, Grid, data_sentence, fmt
-from .findings import findings, findings_table, summary_lines
+from .family import Member, apply, build, family_table, sign_table
+from .findings import findings
+from .findings_text import findings_table, summary_lines
 from .record import read as read_record
 from .runs import Run
 from .tables import Table
@@ -212,23 +214,22 @@ def fixed_runs(sw: Sweep) -> list[Run]:
                         for r in sw.runs_at(key, sw.preset.get(key))])
 
 
-def survives_table(grid: Grid, fixed: list, tuned: list) -> Table:
+def survives_table(fixed: list, tuned: list, size: int) -> Table:
     t = Table("survives", "Do the paper's claims survive lr tuning?",
               ["claim", "task", "fixed lr (Holm)", "fixed diff", "own lr (Holm)", "own diff"])
-    by = {(f.claim.key, f.column): f for f in tuned}
+    by = {(f.claim.key, f.column): f for f in fixed}
 
     def diff(f):
         if f is None or f.diff is None:
             return "–"
-        return fmt(f.diff, grid.metric(f.column)[0] if f.claim.measure == "metric" else "loss", signed=True)
-    for f in fixed:
-        g = by.get((f.claim.key, f.column))
-        t.rows.append([f.claim.text, f.column, f.verdict_holm, diff(f), g.verdict_holm if g else "–", diff(g)])
-    t.caption = ("Each claim's verdict after Holm correction (findings method) with every norm at the preset lr "
-                 "(fixed) and at its own chosen lr; 'diff' = mean difference in the claimed direction (positive = "
-                 "as claimed). The Holm family of each column is that column's own findings table, so the two "
-                 "columns correct over different numbers of tests while the grid is incomplete; '–' = the own-lr runs "
-                 "of one of the two norms are not in yet.")
+        return f"{f.diff:+.2f}" if f.unit == "rise" else fmt(f.diff, f.unit, signed=True)
+    for g in tuned:
+        f = by.get((g.claim.key, g.column))
+        t.rows.append([g.claim.text, g.column, f.verdict("holm") if f else "–", diff(f), g.verdict("holm"), diff(g)])
+    t.caption = ("Each claim's verdict after Holm correction with every norm at the preset lr (fixed: the fixed-lr "
+                 "study's rows) and at its own chosen lr; 'diff' = mean paired difference in the claimed direction "
+                 f"(positive = as claimed). Both columns are adjusted over the same family of m = {size} tests "
+                 "(family table, findings method); '–' = no fixed-lr row for that claim and task.")
     return t
 
 
@@ -238,18 +239,39 @@ def recorded_extend(out: Path) -> int:
     return int((read_record(out).get("grid") or {}).get("extend", EXTEND))
 
 
+def grid_factors() -> list[float]:
+    """The lr grid's factors (hparams_search/lr_grid.yaml), read without importing normlab.tune (torch)."""
+    from ..study.roles import CONFIGS
+    import yaml
+    spec = yaml.safe_load((CONFIGS / "hparams_search" / "lr_grid.yaml").read_text())
+    return list(spec["params"]["task.train.lr"]["factor_choices"])
+
+
+def tuned_findings(runs: list[Run], folder: Path) -> list:
+    """The tuned study's claim rows (each norm at its chosen lr), as the family reads them."""
+    return findings(Grid(tuned_runs(Sweep(runs, grid_factors(), recorded_extend(folder)))))
+
+
 def write_tuned_report(runs: list[Run], out: Path, factors: list[float], figures: bool = True,
-                       extend: int = EXTEND) -> dict:
+                       extend: int = EXTEND, member: Optional[Path] = None) -> dict:
+    """``member``: the results folder reported for (results/mini-tuned), which names the family of
+    tests (family.py); None: this report's tuned and preset-lr rows are the family."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     sw = Sweep(runs, factors, extend)
     tables = [lr_grid_table(sw), tuned_table(sw)]
     tuned_grid = Grid(tuned_runs(sw))
     fixed_f, tuned_f = findings(Grid(fixed_runs(sw))), findings(tuned_grid)
+    fam = build(tuned_f, member, fallback={"fixed": fixed_f}) if member is not None else None
+    if fam is None or fam.member("tuned") is None:   # not a declared member: its own rows and preset-lr rows are the family
+        fam = apply([Member("tuned", "", tuned_f), Member("fixed", "(this folder's preset-lr runs)", fixed_f)], False)
+    fixed_f = fam.member("fixed").findings if fam.member("fixed") else fixed_f
     if tuned_f:
-        ft = findings_table(tuned_grid, tuned_f)
+        ft = findings_table(tuned_grid, tuned_f, fam)
         ft.key, ft.title = "tuned_findings", "Findings with every norm at its own chosen lr"
-        tables += [ft, survives_table(sw.grid, fixed_f, tuned_f)]
+        tables += [ft, survives_table(fixed_f, tuned_f, fam.size),
+                   family_table(fam, data_sentence(sw.grid)),
+                   sign_table(fam, data_sentence(sw.grid))]
     paths = [p for t in tables for p in t.write(out)]
     from .tuned_figure import lr_figure   # matplotlib only when a figure is drawn
     caption = lr_figure(sw, out) if figures else None
@@ -257,9 +279,10 @@ def write_tuned_report(runs: list[Run], out: Path, factors: list[float], figures
              "Each norm at its own learning rate (chosen on seed 1's validation score) beside the preset lr "
              "that was tuned on LayerNorm; see normlab/report/tuned.py for the protocol.", ""]
     parts += [t.markdown() + "\n" for t in tables]
-    for label, fs in (("every norm at the preset lr", fixed_f), ("every norm at its own chosen lr", tuned_f)):
+    for label, study, fs in (("every norm at the preset lr", "fixed", fixed_f),
+                             ("every norm at its own chosen lr", "tuned", tuned_f)):
         if fs:   # the sign test across tasks sits beside the per-task verdicts, as in the fixed-lr report
-            parts += [f"### The claims across tasks, {label}", "", *summary_lines(fs), ""]
+            parts += [f"### The claims across tasks, {label}", "", *summary_lines(fs, fam, study), ""]
     if caption:
         parts += ["![lr sensitivity](figures/lr_sensitivity.png)", "", f"*{caption}*", ""]
     atomic_write_bytes(out / "report.md", ("\n".join(parts) + "\n").encode())

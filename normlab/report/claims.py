@@ -1,0 +1,35 @@
+"""The test protocol of the findings, read once from normlab/configs/study/claims.yaml: alpha, the
+equivalence margin of each metric, the overfitting regime's threshold, the power of the minimum
+detectable effect, and the results folders whose tests form one family."""
+from __future__ import annotations
+
+import functools
+from typing import Optional
+
+import yaml
+
+from ..study.roles import CONFIGS
+
+CLAIMS_FILE = CONFIGS / "study" / "claims.yaml"
+
+
+@functools.lru_cache(maxsize=1)
+def settings() -> dict:
+    d = yaml.safe_load(CLAIMS_FILE.read_text())
+    for key in ("alpha", "margins", "regime_rise_pct", "power", "family"):
+        if key not in d:
+            raise ValueError(f"{CLAIMS_FILE}: missing key '{key}'")
+    return d
+
+
+def margin(metric: Optional[str]) -> Optional[float]:
+    """The TOST margin of ``metric`` (acc, bleu, bpc, uas, loss, rise); None when none is declared."""
+    m = settings()["margins"].get(metric or "")
+    return None if m is None else float(m)
+
+
+def margins_sentence() -> str:
+    units = {"acc": "accuracy points", "bleu": "BLEU", "bpc": "bpc", "uas": "UAS points", "loss": "nats",
+             "rise": "percentage points of valid-loss rise"}
+    return "Equivalence margins (normlab/configs/study/claims.yaml): " + ", ".join(
+        f"±{v:g} {units.get(k, k)}" for k, v in settings()["margins"].items()) + "."

@@ -1,0 +1,49 @@
+"""The README's results section is generated from the committed tables: it must equal what
+scripts/readme_results.py writes from them, and changing any number in a table must show."""
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "scripts" / "readme_results.py"
+HAS_RESULTS = (REPO / "results" / "mini" / "summary.csv").exists()
+
+
+def check(root: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), "--check", "--root", str(root)], capture_output=True, text=True)
+
+
+@pytest.mark.skipif(not HAS_RESULTS, reason="no committed results/mini tables")
+def test_readme_results_section_equals_the_committed_tables():
+    out = check(REPO)
+    assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.skipif(not HAS_RESULTS, reason="no committed results/mini tables")
+def test_a_number_changed_in_a_table_makes_the_readme_stale(tmp_path):
+    shutil.copy(REPO / "README.md", tmp_path / "README.md")
+    for folder in ("mini", "mini-tuned", "mini-enwik8-prenorm"):
+        src = REPO / "results" / folder
+        if src.is_dir():
+            dst = tmp_path / "results" / folder
+            dst.mkdir(parents=True)
+            for p in src.glob("*.*"):
+                if p.suffix in (".csv", ".json", ".md"):
+                    shutil.copy(p, dst / p.name)
+    assert check(tmp_path).returncode == 0
+    summary = tmp_path / "results" / "mini" / "summary.md"
+    text = summary.read_text()
+    line = next(x for x in text.splitlines() if x.startswith("| LayerNorm |"))
+    summary.write_text(text.replace(line, line.replace("(2)", "(7)", 1)))
+    out = check(tmp_path)
+    assert out.returncode == 1 and "differs from the committed tables" in out.stderr
+    overfit = tmp_path / "results" / "mini" / "overfitting.csv"
+    summary.write_text(text)
+    rows = overfit.read_text().splitlines()
+    i = next(i for i, r in enumerate(rows) if r.startswith("iwslt14_de_en,LayerNorm,"))
+    rows[i] = rows[i].replace("%", "0%", 1)           # LayerNorm's valid-loss rise, ten times larger
+    overfit.write_text("\n".join(rows) + "\n")
+    assert check(tmp_path).returncode == 1
