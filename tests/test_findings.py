@@ -97,6 +97,9 @@ def test_family_spans_the_declared_studies_of_a_scale(tmp_path):
     fs = findings(Grid(find_runs([res / "mini" / "runs"])))
     fam = build(fs, res / "mini")
     assert f"{fs[0].p_holm:.3g}" in row and fam.size == 6
+    text = (tmp_path / "a" / "findings.md").read_text()
+    assert "fixed (results/mini) 3; prenorm (results/mini-enwik8-prenorm) 3" in text   # the members, in the caption
+    assert "Across tasks (two-sided sign tests, adjusted in the family" in text and "as claimed on 1 of 1" in text
 
 
 def test_divergence_decides_and_too_few_pairs(tmp_path):

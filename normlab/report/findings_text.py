@@ -41,7 +41,7 @@ def method(fam: Family) -> str:
             f"difference in the same direction (Tables 1-3).")
 
 
-def findings_table(grid: Grid, fs: list[Finding], fam: Family) -> Table:
+def findings_table(grid: Grid, fs: list[Finding], fam: Family, study: str = "this report") -> Table:
     t = Table("findings", "Findings: do our runs support the paper's claims?",
               ["claim", "task", "verdict (Holm)", "verdict (BH)", "uncorrected", "n", "ours", "90% CI", "margin",
                "MDE", "p", "p Holm", "p BH", "p TOST", "TOST Holm", "paper", "detail"])
@@ -52,6 +52,11 @@ def findings_table(grid: Grid, fs: list[Finding], fam: Family) -> Table:
                        _num(f.mde, f.unit), p_text(f.p), p_text(f.p_holm), p_text(f.p_bh), p_text(f.p_tost),
                        p_text(f.tost_holm), f.paper, f.sentence])
     t.caption = method(fam) + " " + family_sentence(fam)
+    member = fam.member(study)
+    if member and member.signs:
+        text = {c.key: c.text.split(":")[0] for c in CLAIMS}
+        t.caption += " Across tasks (two-sided sign tests, adjusted in the family; sign_tests table): " + "; ".join(
+            f"{text[k]}: {sign_sentence(r)}" for k, r in member.signs.items()) + "."
     t.notes = [data_sentence(grid, sorted({f.column for f in fs}, key=grid.columns.index))]
     return t
 

@@ -46,7 +46,7 @@ def write_report(runs: list[Run], out: Path, figures: bool = True, data_dir: Pat
     fam = build(fs, member)
     study = (locate(member) or ("this report",))[0] if member is not None else "this report"
     regime = regime_sentence(grid)
-    extra = [findings_table(grid, fs, fam), family_table(fam, data_sentence(grid)),
+    extra = [findings_table(grid, fs, fam, study), family_table(fam, data_sentence(grid)),
              sign_table(fam, data_sentence(grid))] if fs else []
     if fs and regime:
         extra[0].notes.insert(0, regime)

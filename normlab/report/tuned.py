@@ -267,7 +267,7 @@ def write_tuned_report(runs: list[Run], out: Path, factors: list[float], figures
         fam = apply([Member("tuned", "", tuned_f), Member("fixed", "(this folder's preset-lr runs)", fixed_f)], False)
     fixed_f = fam.member("fixed").findings if fam.member("fixed") else fixed_f
     if tuned_f:
-        ft = findings_table(tuned_grid, tuned_f, fam)
+        ft = findings_table(tuned_grid, tuned_f, fam, "tuned")
         ft.key, ft.title = "tuned_findings", "Findings with every norm at its own chosen lr"
         tables += [ft, survives_table(fixed_f, tuned_f, fam.size),
                    family_table(fam, data_sentence(sw.grid)),
