@@ -141,3 +141,23 @@ def test_a_task_whose_layernorm_does_not_overfit_is_outside_the_regime(tmp_path)
     write_report(find_runs([tmp_path]), tmp_path / "out", figures=False)
     text = (tmp_path / "out" / "overfitting.md").read_text()
     assert "outside the regime (LayerNorm +0.8% < 1%)" in text and "| rt | LayerNorm |" in text
+
+
+def test_a_seed_initializes_the_parameters_every_norm_shares_alike(tmp_path):
+    """The premise of pairing by seed: no norm draws from the RNG when it is built, so at one seed
+    every parameter the norms share (all but the norms' own gains and biases) starts equal."""
+    import torch
+    from helpers import compose_cfg
+    from normlab.config import load_job
+    from normlab.norms import norm_factory
+    from normlab.tasks.lm import Enwik8Task
+    params = {}
+    for norm in ("layernorm", "layernorm_simple", "detachnorm", "adanorm", "rmsnorm", "dyt", "none"):
+        job = load_job(compose_cfg(["task=enwik8", "scale=mini", f"norm={norm}"], tmp_path)).cfg
+        torch.manual_seed(2)
+        model = Enwik8Task(job.task, tmp_path, tmp_path).build_model(norm_factory(job.norm.name, **job.norm.options))
+        params[norm] = dict(model.named_parameters())
+    shared = set.intersection(*(set(p) for p in params.values()))
+    assert len(shared) > 100 and len(params["layernorm"]) > len(shared)
+    for norm, p in params.items():
+        assert all(torch.equal(p[k], params["layernorm"][k]) for k in shared), norm
