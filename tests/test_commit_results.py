@@ -33,12 +33,19 @@ def test_commit_results_commits_copies_and_their_tables_together(tmp_path, data_
     before = {p.name: p.read_bytes() for p in res.glob("*.csv")}
     for p in [*res.glob("*.csv"), *res.glob("*.md")]:   # tables missing, copies all there
         p.unlink()
+    # another study of the same scale, in the same family of tests: its tables are re-written with it
+    fixed = clone / "results" / "smoke"
+    shutil.copytree(res / "runs", fixed / "runs")
+    sh(["git", "add", "results/smoke"], clone, env)
+    sh(["git", "commit", "-qm", "a fixed-lr study"], clone, env)
     out = sh(["bash", "scripts/commit_results.sh", "results/smoke-tuned", "results: snapshot"], clone,
              {**env, "PYTHONPATH": str(clone)})
     assert "committed" in out.stdout
     assert sh(["git", "status", "--short", "results"], clone, env).stdout == ""
     committed = sh(["git", "show", "--stat", "--format=%s", "HEAD"], clone, env).stdout
     assert committed.startswith("results: snapshot") and "lr_grid.csv" in committed and "summary.json" in committed
+    assert "smoke/summary.csv" in committed and "smoke/reproduce.json" in committed   # the sibling's tables
+    assert sh(["git", "diff", "HEAD~1", "--stat", "--", "results/smoke/runs"], clone, env).stdout == ""
     assert {p.name: p.read_bytes() for p in res.glob("*.csv")} == before
     record = json.loads((res / "reproduce.json").read_text())
     assert record["report"]["command"].endswith("--no-train --out results/smoke-tuned"), record["report"]
