@@ -20,6 +20,7 @@ from typing import Callable, Optional
 
 from ..rundir import atomic_write_bytes, criterion as summary_criterion
 from .aggregate import NORM_LABELS, Cell, Grid, data_sentence, fmt
+from .claims import margins_sentence
 from .family import Member, apply, build, family_table, sign_table
 from .findings import findings
 from .findings_text import findings_table, summary_lines
@@ -229,7 +230,8 @@ def survives_table(fixed: list, tuned: list, size: int) -> Table:
     t.caption = ("Each claim's verdict after Holm correction with every norm at the preset lr (fixed: the fixed-lr "
                  "study's rows) and at its own chosen lr; 'diff' = mean paired difference in the claimed direction "
                  f"(positive = as claimed). Both columns are adjusted over the same family of m = {size} tests "
-                 "(family table, findings method); '–' = no fixed-lr row for that claim and task.")
+                 "(family table, findings method); '–' = no fixed-lr row for that claim and task. "
+                 + margins_sentence())
     return t
 
 
