@@ -5,6 +5,7 @@ import pytest
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.weightstats import ttost_paired
+from test_report import make_run
 
 from normlab.report import find_runs, write_report
 from normlab.report.aggregate import Grid
@@ -13,8 +14,7 @@ from normlab.report.family import build, locate
 from normlab.report.findings import CLAIMS, evaluate, findings
 from normlab.report.findings_text import summary_lines
 from normlab.report.overfit import gap_best, gap_last, in_regime, valid_rise
-
-from test_report import make_run
+from normlab.report.tuned import member_findings
 
 CLAIM = {c.key: c for c in CLAIMS}
 
@@ -59,7 +59,7 @@ def test_one_family_adjusts_every_row_and_sign_test_together(tmp_path):
             make_run(tmp_path, task, "layernorm_simple", seed, 80.0 + shift + noise)
             make_run(tmp_path, task, "layernorm", seed, 80.0 - noise)
     every = findings(Grid(find_runs([tmp_path])))
-    fam = build(every, None)
+    fam = build(every, None, member_findings)
     fs = [f for f in every if f.claim.key == "ln_simple_no_worse"]
     # the overfitting rows have no curves to measure: decided without a test, outside the family
     assert {f.verdict() for f in every if f not in fs} == {"no test"}
@@ -95,7 +95,7 @@ def test_family_spans_the_declared_studies_of_a_scale(tmp_path):
     # the same adjusted p in both folders' findings for the fixed study's row
     row = next(r for r in (tmp_path / "a" / "findings.csv").read_text().splitlines() if r.startswith("AdaNorm"))
     fs = findings(Grid(find_runs([res / "mini" / "runs"])))
-    fam = build(fs, res / "mini")
+    fam = build(fs, res / "mini", member_findings)
     assert f"{fs[0].p_holm:.3g}" in row and fam.size == 6
     text = (tmp_path / "a" / "findings.md").read_text()
     assert "fixed (results/mini) 3; prenorm (results/mini-enwik8-prenorm) 3" in text   # the members, in the caption
@@ -136,7 +136,7 @@ def test_a_task_whose_layernorm_does_not_overfit_is_outside_the_regime(tmp_path)
     inside = evaluate(g, CLAIM["ln_overfits"], "rt")
     assert inside.diff == pytest.approx(np.mean([100 * (0.6 + 0.01 * s - 0.5) / 0.5 - 4.0 for s in (2, 3, 4)]))
     assert inside.verdict("raw") == "larger"
-    fam = build(findings(g), None)
+    fam = build(findings(g), None, member_findings)
     assert fam.members[0].signs["ln_overfits"]["n"] == 1      # the sign test counts only tasks in the regime
     write_report(find_runs([tmp_path]), tmp_path / "out", figures=False)
     text = (tmp_path / "out" / "overfitting.md").read_text()
@@ -148,6 +148,7 @@ def test_a_seed_initializes_the_parameters_every_norm_shares_alike(tmp_path):
     every parameter the norms share (all but the norms' own gains and biases) starts equal."""
     import torch
     from helpers import compose_cfg
+
     from normlab.config import load_job
     from normlab.norms import norm_factory
     from normlab.tasks.lm import Enwik8Task

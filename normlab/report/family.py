@@ -16,7 +16,7 @@ from typing import Callable, Optional
 
 from . import stats as S
 from .claims import settings
-from .findings import CLAIMS, Finding, findings
+from .findings import CLAIMS, Finding
 from .tables import Table
 
 
@@ -100,23 +100,12 @@ def locate(folder: Path) -> Optional[tuple[str, str]]:
     return None
 
 
+# study, its results folder -> its claim rows from the committed run copies (tuned.member_findings):
+# passed in, so this module needs none of the studies' report code
 Loader = Callable[[str, Path], list[Finding]]
 
 
-def _load(study: str, folder: Path) -> list[Finding]:
-    """A member's rows from its committed run copies (the drivers' report of that study)."""
-    from ..study.roles import reported
-    from .aggregate import Grid
-    from .runs import find_runs
-    runs = find_runs([folder / "runs"])
-    if study == "tuned":
-        from .tuned import tuned_findings
-        return tuned_findings(runs, folder)
-    return findings(Grid(reported(runs)))
-
-
-def build(own: list[Finding], folder: Optional[Path], fallback: Optional[dict] = None,
-          load: Loader = _load) -> Family:
+def build(own: list[Finding], folder: Optional[Path], load: Loader, fallback: Optional[dict] = None) -> Family:
     """The family of the report written for results ``folder`` with rows ``own``. ``fallback``:
     study -> rows to use for a member whose folder has no runs (the tuned report's preset-lr rows
     stand in for the fixed study's)."""
@@ -171,19 +160,3 @@ def family_table(fam: Family, data: str = "") -> Table:
     t.notes = [data] if data else []
     return t
 
-
-def sign_table(fam: Family, data: str = "") -> Table:
-    """Each member's sign test per claim: on how many tasks the mean difference went the claimed way."""
-    from .findings_text import p_text
-    text = {c.key: c.text for c in CLAIMS}
-    t = Table("sign_tests", "Across tasks: sign tests of every claim in the family",
-              ["study", "claim", "as claimed", "tasks", "skipped", "p (two-sided)", "p Holm", "p BH"])
-    for m in fam.members:
-        for key, res in m.signs.items():
-            t.rows.append([m.study, text[key], str(res["wins"]), str(res["n"]), str(res.get("skipped", 0)),
-                           p_text(res["p"]), p_text(res.get("p_holm")), p_text(res.get("p_bh"))])
-    t.caption = ("Exact binomial sign test over tasks of each claim's mean per-seed difference (positive = as "
-                 "claimed; ties, rows decided by divergence and tasks outside the overfitting regime are left out, "
-                 f"'skipped'), two-sided, adjusted with the rest of the family (m = {fam.size}).")
-    t.notes = [data] if data else []
-    return t

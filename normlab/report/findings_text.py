@@ -112,3 +112,19 @@ def summary_lines(fs: list[Finding], fam: Family, study: str) -> list[str]:
                      f"Uncorrected: {_counts(mine, 'raw')}. Across tasks: {sign_sentence(signs.get(claim.key))}. "
                      f"The design {resolution(mine)}.")
     return lines
+
+
+def sign_table(fam: Family, data: str = "") -> Table:
+    """Each member's sign test per claim: on how many tasks the mean difference went the claimed way."""
+    text = {c.key: c.text for c in CLAIMS}
+    t = Table("sign_tests", "Across tasks: sign tests of every claim in the family",
+              ["study", "claim", "as claimed", "tasks", "skipped", "p (two-sided)", "p Holm", "p BH"])
+    for m in fam.members:
+        for key, res in m.signs.items():
+            t.rows.append([m.study, text[key], str(res["wins"]), str(res["n"]), str(res.get("skipped", 0)),
+                           p_text(res["p"]), p_text(res.get("p_holm")), p_text(res.get("p_bh"))])
+    t.caption = ("Exact binomial sign test over tasks of each claim's mean per-seed difference (positive = as "
+                 "claimed; ties, rows decided by divergence and tasks outside the overfitting regime are left out, "
+                 f"'skipped'), two-sided, adjusted with the rest of the family (m = {fam.size}).")
+    t.notes = [data] if data else []
+    return t

@@ -11,20 +11,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..rundir import atomic_write_bytes
+from ..study.roles import reported, selection_runs
 from .aggregate import Grid, data_sentence
 from .baselines import baselines_table, default_dirs
+from .family import build, family_table, locate
 from .figures import FIGURES, figure
-from .family import build, family_table, locate, sign_table
 from .findings import findings
-from .findings_text import findings_table, method, summary_lines
-from .overfit import figure_note, overfitting_table
+from .findings_text import findings_table, method, sign_table, summary_lines
 from .gradstats import grad_table, has_probe
-from .regime import regime_sentence
-from .paper_tables import TABLES, data_table, paper_tables, runs_table, summary_table
+from .overfit import figure_note, overfitting_table
 from .paper_figures import PAPER_FIGURES, paper_figure
+from .paper_tables import TABLES, data_table, paper_tables, runs_table, summary_table
+from .regime import regime_sentence
 from .runs import Run
 from .settings import settings_table
-from ..study.roles import reported, selection_runs
+from .tuned import member_findings
 
 
 def write_report(runs: list[Run], out: Path, figures: bool = True, data_dir: Path | None = None,
@@ -43,7 +44,7 @@ def write_report(runs: list[Run], out: Path, figures: bool = True, data_dir: Pat
         for t in tables:
             t.notes.insert(0, held_out)
     fs = findings(grid)
-    fam = build(fs, member)
+    fam = build(fs, member, member_findings)
     study = (locate(member) or ("this report",))[0] if member is not None else "this report"
     regime = regime_sentence(grid)
     extra = [findings_table(grid, fs, fam, study), family_table(fam, data_sentence(grid)),

@@ -18,16 +18,17 @@ import math
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..rundir import atomic_write_bytes, criterion as summary_criterion
+from ..rundir import atomic_write_bytes
+from ..rundir import criterion as summary_criterion
+from ..study.roles import reported, selection_seeds
 from .aggregate import NORM_LABELS, Cell, Grid, data_sentence, fmt
 from .claims import margins_sentence
-from .family import Member, apply, build, family_table, sign_table
+from .family import Member, apply, build, family_table
 from .findings import findings
-from .findings_text import findings_table, summary_lines
+from .findings_text import findings_table, sign_table, summary_lines
 from .record import read as read_record
-from .runs import Run
+from .runs import Run, find_runs
 from .tables import Table
-from ..study.roles import reported, selection_seeds
 
 EXTEND = 2   # at most this many 2x steps beyond each edge of the planned grid
 FINISHED = ("completed", "diverged")
@@ -243,15 +244,20 @@ def recorded_extend(out: Path) -> int:
 
 def grid_factors() -> list[float]:
     """The lr grid's factors (hparams_search/lr_grid.yaml), read without importing normlab.tune (torch)."""
-    from ..study.roles import CONFIGS
     import yaml
+
+    from ..study.roles import CONFIGS
     spec = yaml.safe_load((CONFIGS / "hparams_search" / "lr_grid.yaml").read_text())
     return list(spec["params"]["task.train.lr"]["factor_choices"])
 
 
-def tuned_findings(runs: list[Run], folder: Path) -> list:
-    """The tuned study's claim rows (each norm at its chosen lr), as the family reads them."""
-    return findings(Grid(tuned_runs(Sweep(runs, grid_factors(), recorded_extend(folder)))))
+def member_findings(study: str, folder: Path) -> list:
+    """A family member's claim rows from its committed run copies, as that study's own report finds
+    them: the tuned study's at each norm's chosen lr, the others' over their reported runs."""
+    runs = find_runs([Path(folder) / "runs"])
+    if study == "tuned":
+        return findings(Grid(tuned_runs(Sweep(runs, grid_factors(), recorded_extend(folder)))))
+    return findings(Grid(reported(runs)))
 
 
 def write_tuned_report(runs: list[Run], out: Path, factors: list[float], figures: bool = True,
@@ -264,7 +270,7 @@ def write_tuned_report(runs: list[Run], out: Path, factors: list[float], figures
     tables = [lr_grid_table(sw), tuned_table(sw)]
     tuned_grid = Grid(tuned_runs(sw))
     fixed_f, tuned_f = findings(Grid(fixed_runs(sw))), findings(tuned_grid)
-    fam = build(tuned_f, member, fallback={"fixed": fixed_f}) if member is not None else None
+    fam = build(tuned_f, member, member_findings, fallback={"fixed": fixed_f}) if member is not None else None
     if fam is None or fam.member("tuned") is None:   # not a declared member: its own rows and preset-lr rows are the family
         fam = apply([Member("tuned", "", tuned_f), Member("fixed", "(this folder's preset-lr runs)", fixed_f)], False)
     fixed_f = fam.member("fixed").findings if fam.member("fixed") else fixed_f
@@ -275,7 +281,7 @@ def write_tuned_report(runs: list[Run], out: Path, factors: list[float], figures
                    family_table(fam, data_sentence(sw.grid)),
                    sign_table(fam, data_sentence(sw.grid))]
     paths = [p for t in tables for p in t.write(out)]
-    from .tuned_figure import lr_figure   # matplotlib only when a figure is drawn
+    from .tuned_figure import lr_figure  # matplotlib only when a figure is drawn
     caption = lr_figure(sw, out) if figures else None
     parts = ["# normlab tuned comparison", "",
              "Each norm at its own learning rate (chosen on seed 1's validation score) beside the preset lr "

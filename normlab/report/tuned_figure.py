@@ -10,12 +10,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from ..rundir import criterion  # noqa: E402
 from .aggregate import NORM_LABELS, data_sentence  # noqa: E402
 from .style import norm_style  # noqa: E402
-from .tuned import Sweep, criterion  # noqa: E402
 
 
-def lr_figure(sw: Sweep, out: Path) -> Optional[str]:
+def lr_figure(sw, out: Path) -> Optional[str]:
+    """The lr-sensitivity figure of a tuned.Sweep (passed in: importing tuned here makes a circle)."""
     keys = [k for k in sw.keys() if len(sw.seed1(k)) > 1 and k in sw.preset]   # x is lr / preset lr
     tasks = list(dict.fromkeys(k[0] for k in keys))
     if not tasks:
@@ -26,7 +27,7 @@ def lr_figure(sw: Sweep, out: Path) -> Optional[str]:
     for ax, task in zip(axes.flat, tasks):
         for key in [k for k in keys if k[0] == task]:
             pts = sorted(sw.seed1(key).items())
-            done = [(lr, criterion(r)[1]) for lr, r in pts if r.status == "completed"]
+            done = [(lr, criterion(r.summary)[1]) for lr, r in pts if r.status == "completed"]
             xs = [sw.factor(key, lr) for lr, v in done if v is not None]
             ys = [v for _, v in done if v is not None]
             ax.plot(xs, ys, marker="o", ms=3, label=NORM_LABELS.get(key[1], key[1]), **norm_style(key[1]))
@@ -37,7 +38,7 @@ def lr_figure(sw: Sweep, out: Path) -> Optional[str]:
             bad = [sw.factor(key, lr) for lr, r in pts if r.status == "diverged"]
             if bad:
                 ax.plot(bad, [ax.get_ylim()[1]] * len(bad), "x", ms=6, color=norm_style(key[1])["color"])
-        name, _, higher = criterion(next(r for k in keys if k[0] == task for r in sw.seed1(k).values()))
+        name, _, higher = criterion(next(r for k in keys if k[0] == task for r in sw.seed1(k).values()).summary)
         ax.set_xscale("log", base=2)
         ticks = sorted({sw.factor(k, lr) for k in keys if k[0] == task for lr in sw.seed1(k)})
         ax.set_xticks(ticks, [f"{f:.2g}×" for f in ticks])
