@@ -182,6 +182,9 @@ def load_job(cfg: DictConfig, overrides: Optional[list[str]] = None) -> Job:
             raise ConfigError(f"logger.{backend}={value!r}: must be true or false (normlab/configs/logger/*.yaml)")
     if not isinstance(config.get("seed"), int) or config["seed"] < 0:
         raise ConfigError(f"seed={config.get('seed')!r}: must be an integer >= 0")
+    if config.get("resume", "auto") not in ("auto", "restart"):
+        raise ConfigError(f"resume={config.get('resume')!r}: must be auto (go on from the newest readable checkpoint) "
+                          "or restart (an unfinished run starts over from step 0)")
     if config.get("seed_role") not in (None, "selection", "evaluation"):
         raise ConfigError(f"seed_role={config.get('seed_role')!r}: must be selection, evaluation or null "
                           "(normlab/configs/study/seeds.yaml)")
@@ -192,7 +195,7 @@ def load_job(cfg: DictConfig, overrides: Optional[list[str]] = None) -> Job:
 
 # Keys that may differ between an interrupted run and its resumption.
 # seed_role labels a run for the reports (normlab.study.roles); it changes nothing it computes.
-RUNTIME_KEYS = ("paths", "logger", "device", "progress", "threads", "compile", "seed_role")
+RUNTIME_KEYS = ("paths", "logger", "device", "progress", "threads", "compile", "seed_role", "resume")
 
 
 # Keys added after runs were already on disk, with the value that does what the code did before

@@ -1,5 +1,5 @@
-"""The two kinds of bad input. Both are raised before anything is written to a run directory, and
-both messages name the file, line or key and say how to fix it."""
+"""The errors a user can fix. Bad input (ConfigError, DataError) is raised before anything is
+written to a run directory; every message names the file, line or key and says how to fix it."""
 
 
 class ConfigError(ValueError):
@@ -8,3 +8,8 @@ class ConfigError(ValueError):
 
 class DataError(ValueError):
     """Missing or malformed data."""
+
+
+class CheckpointError(RuntimeError):
+    """Every checkpoint of a run directory is unreadable: the run neither resumes nor silently
+    starts over (``resume=restart`` asks for that)."""

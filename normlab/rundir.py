@@ -112,18 +112,41 @@ class Checkpoints:
             raise
 
     def load(self, name: str = "last.pt") -> Optional[dict]:
-        """The newest readable checkpoint, or None. A truncated one is skipped with a warning."""
+        """The newest readable checkpoint, or None when there is none. An unreadable last.pt falls
+        back to prev.pt with a warning; when every checkpoint there is unreadable, CheckpointError
+        names each file and why (training from step 0 instead would hide the loss)."""
         import torch
+
+        from .errors import CheckpointError
         candidates = [self.dir / name] + ([self.dir / "prev.pt"] if name == "last.pt" else [])
+        bad = []
         for path in candidates:
             if not path.exists():
                 continue
             try:
-                return torch.load(path, map_location="cpu", weights_only=True)
-            except Exception as e:  # truncated or corrupt file: fall back to the previous one
-                warnings.warn(f"checkpoint {path} is unreadable ({type(e).__name__}: {e}); "
-                              "falling back to the previous checkpoint")
+                ck = torch.load(path, map_location="cpu", weights_only=True)
+            except Exception as e:  # truncated or corrupt file (a full disk, a copy cut short)
+                bad.append(f"{path.name} ({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''})")
+                continue
+            if bad:
+                step = (ck.get("state") or {}).get("step", ck.get("step", "?"))
+                warnings.warn(f"checkpoint {bad[0]} in {self.dir} is unreadable; falling back to {path.name} "
+                              f"(step {step})")
+            return ck
+        if bad:
+            raise CheckpointError(f"{self.dir}: every checkpoint is unreadable: {'; '.join(bad)}. Restore them, "
+                                  "or re-run with resume=restart to train this run again from step 0 (the files "
+                                  "are kept aside)")
         return None
+
+    def set_aside(self) -> Optional[Path]:
+        """Move checkpoints/ to checkpoints.old-<time>/ (resume=restart): nothing is deleted."""
+        if not self.dir.exists():
+            return None
+        import time
+        target = self.dir.with_name(f"checkpoints.old-{time.strftime('%Y%m%d-%H%M%S')}")
+        os.replace(self.dir, target)
+        return target
 
     def remove_temp(self) -> None:
         """Delete half-written temp files left by a killed run (never read, only in the way)."""

@@ -15,6 +15,7 @@ import os
 import socket
 import time
 from pathlib import Path
+from typing import Optional
 
 
 class RunLocked(RuntimeError):
@@ -62,3 +63,20 @@ class RunLock:
             self.path.unlink(missing_ok=True)   # while still locked: see the samestat check above
             os.close(self.fd)
             self.fd = None
+
+
+def lock_holder(run_dir: Path) -> Optional[str]:
+    """Who holds ``run_dir``'s run lock, None when it is free."""
+    path = Path(run_dir).parent / f".{Path(run_dir).name}.lock"
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    except BlockingIOError:
+        return os.read(fd, 256).decode(errors="replace").strip() or "another process"
+    finally:
+        os.close(fd)

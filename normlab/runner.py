@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import platform
-import subprocess
+import signal
 import sys
 import time
 import traceback
@@ -18,7 +18,7 @@ from typing import Optional
 
 import torch
 import yaml
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from . import __version__, accel, distributed, pin, setting
 from .config import Job, load_job, same_experiment
@@ -30,6 +30,8 @@ from .rundir import (Checkpoints, Curves, atomic_write_bytes, criterion, read_cu
                      write_yaml)
 from .tasks import get_task_class
 from .runlock import RunLock
+from .outcome import STOPPED, end_line
+from .stopsignals import status_of
 from .trainer import Diverged, Preempted, Trainer
 
 USER_ERRORS = (ConfigError, DataError)
@@ -186,8 +188,12 @@ def _run_locked(cfg, run_dir: Path, overrides, ctx, start: float) -> dict:
         return done
     trainer = build(job, task, run_dir, ctx)
     config = job.config
+    if job.get("resume", "auto") == "restart" and ctx.main:
+        aside = trainer.ckpt.set_aside()
+        if aside is not None:
+            print(f"[normlab] resume=restart: {run_dir} starts over from step 0; its checkpoints are in {aside}")
     # --- from here on the run directory is written (rank 0 only) ---
-    ck = trainer.resume()
+    ck = trainer.resume()   # CheckpointError when every checkpoint there is unreadable
     summary_path = run_dir / "summary.json"
     previous = read_json(summary_path) if ctx.main and summary_path.exists() else {}
     curves = Curves(run_dir / "curves.jsonl")
@@ -199,25 +205,32 @@ def _run_locked(cfg, run_dir: Path, overrides, ctx, start: float) -> dict:
         trainer.logger = make_loggers(job, config, run_dir, curves, task, ck, trainer.extra, setting=short_setting(job))
     else:
         trainer.logger = _Silent()
+    finish = lambda status, error, test: _finish(job, task, trainer, run_dir, status, error, test,  # noqa: E731
+                                                 previous, start)
     status, error = "completed", None
-    try:
-        trainer.fit()
-    except Diverged as e:
-        status, error = "diverged", str(e)
-    except Preempted as e:  # neither final nor failed: the next run of this command resumes
-        status, error = "preempted", str(e)
-    except Exception as e:
-        status, error = "failed", f"{type(e).__name__}: {e}"
-        if ctx.main:
-            atomic_write_bytes(run_dir / "traceback.txt", traceback.format_exc().encode())
-        if ctx.enabled:  # the other ranks may be blocked in a collective: end the whole job
-            _summarise(job, task, trainer, run_dir, status, error, {}, previous, start)
-            trainer.logger.close(1)
-            raise
-    if status != "failed" and (run_dir / "traceback.txt").exists() and ctx.main:
-        (run_dir / "traceback.txt").unlink()  # a resumed run that now succeeded
+    with trainer.stop:  # a stop signal while the summary is written waits for it
+        try:
+            trainer.fit()
+        except Diverged as e:
+            status, error = "diverged", str(e)
+        except Preempted as e:  # neither final nor failed: the next run of this command resumes
+            status, error = e.status, str(e)
+        except Exception as e:
+            status, error = "failed", f"{type(e).__name__}: {e}"
+            if ctx.main:
+                atomic_write_bytes(run_dir / "traceback.txt", traceback.format_exc().encode())
+            if ctx.enabled:  # the other ranks may be blocked in a collective: end the whole job
+                _summarise(job, task, trainer, run_dir, status, error, {}, previous, start)
+                trainer.logger.close(1)
+                raise
+        if status == "completed" and trainer.stop.signum is not None:  # it came during the last step
+            status = status_of(trainer.stop.signum)
+            error = (f"{signal.Signals(trainer.stop.signum).name} after the last step ({trainer.state.step}): "
+                     "checkpoint written; re-run the same command to run the final test")
+        if status != "completed":
+            return finish(status, error, {})
     test = {}
-    if status == "completed" and ctx.main:
+    if ctx.main:
         best = Checkpoints(run_dir).load("best.pt")
         if best is not None:
             trainer.module.load_state_dict(best["model"])
@@ -225,10 +238,16 @@ def _run_locked(cfg, run_dir: Path, overrides, ctx, start: float) -> dict:
         with torch.no_grad():
             test = task.test(trainer.module, run_dir)
         trainer.logger.log({"epoch": trainer.state.epoch, "split": "test", **test}, trainer.state.step)
+    return finish(status, error, test)
+
+
+def _finish(job, task, trainer, run_dir: Path, status: str, error, test: dict, previous: dict, start: float) -> dict:
+    if status != "failed" and (run_dir / "traceback.txt").exists() and trainer.dist.main:
+        (run_dir / "traceback.txt").unlink()  # a resumed run that now succeeded
     summary = _summarise(job, task, trainer, run_dir, status, error, test, previous, start)
-    trainer.logger.close(0 if status in ("completed", "preempted") else 1, summary)
-    if ctx.main:
-        print(f"[normlab] {run_dir}: {status}; valid={trainer.state.last_valid} test={test}")
+    trainer.logger.close(0 if status in ("completed",) + STOPPED else 1, summary)
+    if trainer.dist.main:
+        print(end_line(summary, run_dir))
     return summary
 
 

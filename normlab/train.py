@@ -1,13 +1,11 @@
 """Hydra entry point (``normlab-train``): compose, run one job, report. The loop is trainer.py.
 
-Exit status of one job: 0 when it completed or diverged (a result, not an error); 1 when Hydra
-cannot compose the config; 2 for bad input (a config or data error, before anything is written);
-3 when training crashed (traceback.txt in the run directory); 4 when another process is training
-the same run directory; 75 when SIGTERM/SIGUSR1 preempted it (checkpoint written, status
-"preempted": re-run the same command to resume). ``--multirun``: the number of failed jobs
-(normlab.callbacks). The job's return value is its objective (normlab.runner.objective), so a Hydra
-sweeper that optimises (e.g. Optuna's) can use it; it also carries the job's status for the sweep
-summary.
+The exit status of one job is in normlab.exitcodes (also printed by ``--help``): 0 completed or
+diverged (a result, not an error), 1 the config cannot be composed, 2 bad input, 3 a crash, 4 a
+locked run directory, 5 unreadable checkpoints, 75 preempted, 130 interrupted (Ctrl-C).
+``--multirun``: the number of failed jobs (normlab.callbacks). The job's return value is its
+objective (normlab.runner.objective), so a Hydra sweeper that optimises (e.g. Optuna's) can use
+it; it also carries the job's status for the sweep summary.
 Under torchrun, a job that crashed ends the whole process group (its peers could be blocked in a
 collective), so a distributed sweep stops at the first crash; bad input still fails just that job.
 """
@@ -24,14 +22,15 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from . import setting  # noqa: F401  (registers ${normlab.setting:} for hydra.run.dir)
+from . import exitcodes
 from .callbacks import Outcome, record_failure
 from .config import CONFIGS
+from .errors import CheckpointError
 from .hints import explain_unknown_keys
 from .runlock import RunLocked
 from .runner import USER_ERRORS, objective, run
 
-
-EXIT_PREEMPTED = 75  # EX_TEMPFAIL: SIGTERM/SIGUSR1 arrived, a checkpoint was written; requeue
+STOP_EXIT = {"preempted": exitcodes.PREEMPTED, "interrupted": exitcodes.INTERRUPTED}
 
 
 def _rank() -> int:
@@ -45,22 +44,22 @@ def _main(cfg: DictConfig) -> Outcome:
     run_dir = Path(hc.runtime.output_dir)
     try:
         summary = run(cfg, run_dir, list(hc.overrides.task))
-        if summary["status"] == "preempted":
-            sys.exit(EXIT_PREEMPTED)  # also ends a sweep: the requeued job resumes it
+        if summary["status"] in STOP_EXIT:
+            sys.exit(STOP_EXIT[summary["status"]])  # also ends a sweep: the same command resumes it
         if summary["status"] == "failed" and not multirun:
-            sys.exit(3)  # traceback.txt is in the run directory
+            sys.exit(exitcodes.CRASHED)  # traceback.txt is in the run directory
         return Outcome(objective(summary), summary["status"])
     except RunLocked as e:
         if _rank() == 0:
             print(f"normlab: {e}", file=sys.stderr)
         if not multirun:
-            sys.exit(4)
+            sys.exit(exitcodes.LOCKED)
         return Outcome(float("nan"), "locked")   # the run belongs to the other process: write nothing
-    except USER_ERRORS as e:
+    except USER_ERRORS + (CheckpointError,) as e:
         if _rank() == 0:
             print(f"normlab: error: {e}", file=sys.stderr)
         if not multirun:
-            sys.exit(2)
+            sys.exit(exitcodes.CHECKPOINT if isinstance(e, CheckpointError) else exitcodes.BAD_INPUT)
         error = e
     except Exception as e:
         if not multirun or int(os.environ.get("WORLD_SIZE", "1")) > 1:
@@ -75,10 +74,17 @@ def _main(cfg: DictConfig) -> Outcome:
 def main() -> None:
     try:
         _main()
+    except KeyboardInterrupt:  # Ctrl-C outside training (data set-up, the final test): no traceback
+        if _rank() == 0:
+            print("\nnormlab: interrupted (Ctrl-C) outside the training loop; what was written is kept: re-run "
+                  "the same command to go on from the last checkpoint", file=sys.stderr)
+        sys.exit(exitcodes.INTERRUPTED)
     except SystemExit as e:
-        if e.code == 1 and _rank() == 0:  # Hydra could not compose the config: say which keys exist
+        if e.code == exitcodes.COMPOSE and _rank() == 0:  # Hydra could not compose: say which keys exist
             for hint in explain_unknown_keys(sys.argv[1:]):
                 print(hint, file=sys.stderr)
+        if e.code in (0, None) and any(a in ("--help", "-h") for a in sys.argv[1:]):
+            print(exitcodes.help_text())
         raise
 
 

@@ -17,7 +17,6 @@ import contextlib
 import math
 import os
 import signal
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ from .faults import InjectedFault, parse_faults  # noqa: F401  (InjectedFault: r
 from .norms import GradProbe
 from .rundir import Checkpoints
 from .schedule import build_optimizer, build_scheduler
+from .stopsignals import StopSignals, status_of
 from .tasks.base import Task, to_device
 
 
@@ -41,9 +41,12 @@ class Diverged(RuntimeError):
 
 
 class Preempted(RuntimeError):
-    """SIGTERM/SIGUSR1 arrived: a checkpoint at the current step was written; requeue the job."""
+    """A stop signal arrived and a checkpoint at the current step was written: ``status`` is
+    "preempted" (SIGTERM/SIGUSR1: requeue the job) or "interrupted" (Ctrl-C)."""
 
-PREEMPT_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+    def __init__(self, message: str, status: str = "preempted"):
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass
@@ -103,7 +106,7 @@ class Trainer(CheckpointMixin):
         self.state = State()
         self.last_loss = float("nan")
         self.extra: dict = {}                # saved with every checkpoint (e.g. the wandb run id)
-        self.preempt_signal: Optional[int] = None
+        self.stop = StopSignals(announce=self.dist.main)
         self._synced_once = False
 
     def _fault(self, point: str, step: int, loss: Optional[torch.Tensor] = None):
@@ -246,7 +249,7 @@ class Trainer(CheckpointMixin):
         return probe.pop() if probe else {}
 
     def _on_signal(self, signum, frame) -> None:
-        self.preempt_signal = signum  # acted on after the current optimizer step
+        self.stop.handle(signum, frame)  # acted on after the current optimizer step
 
     def fit(self) -> State:
         t, st = self.t, self.state
@@ -254,9 +257,7 @@ class Trainer(CheckpointMixin):
         bar = tqdm(total=self.total_steps, initial=st.step, disable=not self.progress, desc=self.task.name,
                    dynamic_ncols=True, leave=False)
         done = lambda: st.step >= self.total_steps or st.stopped_early  # noqa: E731
-        handlers = ({s: signal.signal(s, self._on_signal) for s in PREEMPT_SIGNALS}
-                    if threading.current_thread() is threading.main_thread() else {})
-        try:
+        with self.stop, contextlib.closing(bar):  # the handlers stay while a checkpoint is written
             while not done():
                 # a pure function of (epoch, seed): epoch 0's batches are the ones __init__ counted
                 batches = (self._epoch0 if st.epoch == 0 and self._epoch0 is not None
@@ -278,10 +279,11 @@ class Trainer(CheckpointMixin):
                         self.save()
                     elif t.checkpoint_every and st.step % t.checkpoint_every == 0:
                         self.save()
-                    if distributed.any_rank(self.dist, self.preempt_signal is not None):
+                    if distributed.any_rank(self.dist, self.stop.signum is not None):
                         self.save()
-                        raise Preempted(f"signal {self.preempt_signal or '(on another rank)'} at step {st.step}: "
-                                        "checkpoint written; re-run the same command to resume")
+                        sig = signal.Signals(self.stop.signum).name if self.stop.signum else "a signal on another rank"
+                        raise Preempted(f"{sig} at step {st.step}: checkpoint written; re-run the same command to "
+                                        "resume", status_of(self.stop.signum))
                 if st.batch >= len(batches):
                     st.epoch, st.batch = st.epoch + 1, 0
                     if not t.eval_every:
@@ -292,8 +294,4 @@ class Trainer(CheckpointMixin):
             if st.best is None:  # no evaluation happened yet (tiny budgets): evaluate the final model
                 self.evaluate()
             self.save()
-        finally:
-            for s, h in handlers.items():
-                signal.signal(s, h)
-            bar.close()
         return st

@@ -7,25 +7,33 @@ needs SQLAlchemy < 2. A trial is the same job a sweep runs (its own run director
 setting, e.g. ``runs/mini/tune_lr/rt/adanorm/lr=0.00141/seed1``), so finished trials are never
 trained twice. The job's objective is its selected checkpoint's validation metric in the task's
 direction (normlab.runner.objective); a failed or diverged job is a FAIL trial.
-The study lives in ``<sweep dir>/optuna.journal`` (one file, safe to copy). A killed search resumes
-when the same command runs again: trials the dead process left RUNNING are marked FAIL and their
-parameters queued again, so that trial's job resumes from its checkpoint. ``trials.md`` beside the
-journal lists the trials; ``optuna-dashboard <journal>`` shows the study interactively.
+The study lives in ``<sweep dir>/optuna.journal`` (one file, safe to copy) and remembers the fixed
+overrides it was started with: the same name with other fixed settings is refused, naming the keys.
+A trial's job runs in its own process group and gets SIGTERM when the search dies, even by SIGKILL,
+so it writes a checkpoint and stops. Ctrl-C (or SIGTERM) on the search is passed to the running
+job, which checkpoints; the search then exits 130 (75). Running the same command again resumes:
+trials left RUNNING are marked stale and their parameters queued again, so that trial's job
+resumes from its checkpoint (after waiting for a job that still holds its run directory).
+``trials.md`` beside the journal lists the trials with each one's objective read from its own
+summary.json; ``optuna-dashboard <journal>`` shows the study interactively.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import math
-import subprocess
+import signal
 import sys
 from pathlib import Path
+from typing import Optional
 
 import yaml
 
-from .config import CONFIGS
+from . import exitcodes
+from .config import CONFIGS, same_experiment
 from .errors import ConfigError
 from .runlock import RunLock, RunLocked
+from .trialjob import TrialJob
 
 SEARCHES = CONFIGS / "hparams_search"
 
@@ -89,10 +97,36 @@ def recover(study) -> int:
     from optuna.trial import TrialState
     stale = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
     for t in stale:
-        study._storage.set_trial_user_attr(t._trial_id, "stale", True)
-        study._storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
-        study.enqueue_trial(t.params, user_attrs={"resumes_trial": t.number}, skip_if_exists=False)
+        requeue(study, t)
     return len(stale)
+
+
+def requeue(study, t) -> None:
+    """A trial whose job stopped with a checkpoint (or whose search died): FAIL, marked stale so it
+    does not count, and its parameters queued again, so the same run directory resumes."""
+    from optuna.trial import TrialState
+    study._storage.set_trial_user_attr(t._trial_id, "stale", True)
+    study._storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
+    study.enqueue_trial(t.params, user_attrs={"resumes_trial": t.number}, skip_if_exists=False)
+
+
+def check_fixed(study, fixed: dict, searched: list[str], journal: Path) -> None:
+    """Refuse to add trials to a study started with other fixed settings: its trials would be
+    ranked against ones trained differently (e.g. another max_steps)."""
+    old = study.user_attrs.get("fixed")
+    if old is None:
+        study.set_user_attr("fixed", fixed)
+        return
+    diffs = [k for k in same_experiment(old, fixed) if not any(k == p or k.startswith(p + ".") for p in searched)]
+    if diffs:
+        def get(d, key):
+            for part in key.split("."):
+                d = d.get(part) if isinstance(d, dict) else None
+            return d
+        shown = ", ".join(f"{k} ({get(old, k)!r} there, {get(fixed, k)!r} here)" for k in diffs)
+        raise ConfigError(f"study {study.study_name!r} in {journal} was started with other fixed settings: {shown}; "
+                          "start a new study with another name=... (its own folder), or delete that journal "
+                          "to start this one over")
 
 
 def finished(study) -> int:
@@ -100,31 +134,57 @@ def finished(study) -> int:
     return sum(1 for t in study.get_trials(deepcopy=False) if t.state.is_finished() and not t.user_attrs.get("stale"))
 
 
+def trial_value(run_dir: Optional[str]) -> tuple[Optional[str], Optional[float]]:
+    """(status, objective) from a trial's own summary.json: what its job recorded, also when the
+    trial itself was marked failed (a job that finished after its search died)."""
+    from .runner import objective
+    path = Path(run_dir) / "summary.json" if run_dir else None
+    if path is None or not path.exists():
+        return None, None
+    summary = json.loads(path.read_text())
+    value = objective(summary)
+    return summary.get("status"), None if math.isnan(value) else value
+
+
+def best_of(study) -> Optional[tuple]:
+    """(trial, value) of the best completed run among the study's trials, read from the summaries."""
+    maximize = study.direction.name == "MAXIMIZE"
+    done = [(t, v) for t in study.get_trials(deepcopy=False) for status, v in [trial_value(t.user_attrs.get("run_dir"))]
+            if status == "completed" and v is not None]
+    # a stale trial and the one that resumed it share a run: name the one that finished it
+    return max(done, key=lambda tv: (tv[1] if maximize else -tv[1], not tv[0].user_attrs.get("stale"))) if done else None
+
+
 def write_table(study, path: Path) -> None:
-    rows = ["| trial | state | " + " | ".join(study.user_attrs.get("params", [])) + " | objective | run |",
-            "|---" * (len(study.user_attrs.get("params", [])) + 4) + "|"]
+    params = study.user_attrs.get("params", [])
+    rows = ["| trial | state | " + " | ".join(params) + " | run status | objective | run |",
+            "|---" * (len(params) + 5) + "|"]
     for t in study.get_trials(deepcopy=False):
-        values = [str(t.user_attrs.get("used", {}).get(k, t.params.get(k, ""))) for k in study.user_attrs.get("params", [])]
-        state = "stale (killed; re-queued)" if t.user_attrs.get("stale") else t.state.name.lower()
-        value = "" if t.value is None else f"{t.value:.4f}"
-        rows.append(f"| {t.number} | {state} | " + " | ".join(values) + f" | {value} | {t.user_attrs.get('run_dir', '')} |")
-    best = [t for t in study.get_trials(deepcopy=False) if t.value is not None]
+        values = [str(t.user_attrs.get("used", {}).get(k, t.params.get(k, ""))) for k in params]
+        state = "stale (stopped; re-queued)" if t.user_attrs.get("stale") else t.state.name.lower()
+        status, value = trial_value(t.user_attrs.get("run_dir"))
+        shown = "" if value is None else f"{value:.4f}"
+        rows.append(f"| {t.number} | {state} | " + " | ".join(values)
+                    + f" | {status or ''} | {shown} | {t.user_attrs.get('run_dir', '')} |")
+    best = best_of(study)
     if best:
-        b = study.best_trial
-        rows += ["", f"Best: trial {b.number}, objective {b.value:.4f} ({study.user_attrs['direction']}), "
+        b, value = best
+        rows += ["", f"Best: trial {b.number}, objective {value:.4f} ({study.user_attrs['direction']}), "
                      f"{json.dumps(b.user_attrs.get('used', b.params))}"]
     path.write_text("\n".join(rows) + "\n")
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="normlab-tune", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="normlab-tune", description=__doc__.split("\n\n")[0],
+                                 epilog=exitcodes.help_text() + "\n  (normlab-tune: 2 also for a study started with "
+                                 "other fixed settings)", formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--search", default="lr", help=f"a preset in {SEARCHES} (default: lr)")
     ap.add_argument("--trials", type=int, help="total trials (default: the preset's n_trials)")
     ap.add_argument("overrides", nargs="*", help="normlab-train overrides shared by every trial (after --)")
     a = ap.parse_args(argv)
     import optuna
+    from omegaconf import OmegaConf
 
-    from .runner import objective
     from .tasks import get_task_class
 
     spec = load_search(a.search)
@@ -148,14 +208,18 @@ def main(argv=None) -> int:
                "random": lambda: optuna.samplers.RandomSampler(seed=seed),
                "grid": lambda: optuna.samplers.GridSampler({k: p["choices"] for k, p in ranges.items()},
                                                            seed=seed)}[spec.get("sampler", "tpe")]()
-    with RunLock(sweep_dir / f".{name}", what="searched"):
+    fixed = OmegaConf.to_container(cfg, resolve=False)  # paths need a running Hydra app; they do not count
+    journal = sweep_dir / "optuna.journal"
+    with RunLock(sweep_dir / f".{name}", what="searched"), TrialJob() as runner:
         study = optuna.create_study(study_name=name, storage=storage, sampler=sampler, load_if_exists=True,
                                     direction="maximize" if higher else "minimize")
+        check_fixed(study, fixed, list(ranges), journal)
         study.set_user_attr("params", list(ranges))
         study.set_user_attr("direction", f"{cfg.task.name} {'higher' if higher else 'lower'} is better")
         if (n := recover(study)):
             print(f"[normlab-tune] resuming: {n} trial(s) of a killed search queued again")
-        while finished(study) < n_trials:
+        table = sweep_dir / f"trials-{name}.md"
+        while finished(study) < n_trials and runner.signum is None:
             trial = study.ask()
             used = {k: suggest(trial, k, p) for k, p in ranges.items()}
             job = overrides + [f"{k}={v}" for k, v in used.items()]
@@ -163,18 +227,24 @@ def main(argv=None) -> int:
             trial.set_user_attr("used", used)
             trial.set_user_attr("run_dir", str(run_dir))
             print(f"[normlab-tune] trial {trial.number}: {' '.join(f'{k}={v}' for k, v in used.items())}", flush=True)
-            subprocess.run([sys.executable, "-m", "normlab.train", *job], check=False)
-            summary_path = run_dir / "summary.json"
-            summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
-            value = objective(summary)
-            trial.set_user_attr("status", summary.get("status", "missing"))
-            if math.isnan(value):
+            rc = runner.run(job, run_dir)
+            if rc in (exitcodes.PREEMPTED, exitcodes.INTERRUPTED):   # stopped with a checkpoint
+                requeue(study, study.get_trials(deepcopy=False)[trial.number])
+                break
+            status, value = trial_value(str(run_dir))
+            trial.set_user_attr("status", status or "missing")
+            if value is None or status != "completed":
                 study.tell(trial, state=optuna.trial.TrialState.FAIL)
             else:
                 study.tell(trial, value)
-            write_table(study, sweep_dir / f"trials-{name}.md")
-        write_table(study, sweep_dir / f"trials-{name}.md")
-    print((sweep_dir / f"trials-{name}.md").read_text())
+            write_table(study, table)
+        write_table(study, table)
+    print(table.read_text())
+    if runner.signum is not None:
+        code = exitcodes.INTERRUPTED if runner.signum == signal.SIGINT else exitcodes.PREEMPTED
+        print(f"[normlab-tune] stopped by {signal.Signals(runner.signum).name}: run the same command again to "
+              "resume the search (the stopped trial resumes from its checkpoint)", file=sys.stderr)
+        return code
     return 0
 
 
@@ -183,7 +253,10 @@ def cli() -> None:
         sys.exit(main())
     except (ConfigError, RunLocked) as e:
         print(f"normlab-tune: error: {e}", file=sys.stderr)
-        sys.exit(2)
+        sys.exit(exitcodes.LOCKED if isinstance(e, RunLocked) else exitcodes.BAD_INPUT)
+    except KeyboardInterrupt:   # before or between trials: nothing is running
+        print("\nnormlab-tune: interrupted; run the same command again to resume the search", file=sys.stderr)
+        sys.exit(exitcodes.INTERRUPTED)
 
 
 if __name__ == "__main__":

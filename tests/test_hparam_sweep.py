@@ -90,42 +90,133 @@ def _trials(journal_dir):
     return optuna.load_study(study_name="synthetic_cls-layernorm-lr", storage=storage).get_trials()
 
 
-def test_optuna_search_is_killed_then_resumes(tmp_path):
-    pytest.importorskip("optuna")
+def jobs_under(path) -> list[int]:
+    """Live processes whose command line names ``path`` (what ``ps`` would show)."""
+    pids = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                cmd = open(f"/proc/{d}/cmdline", "rb").read().decode(errors="replace")
+                state = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if str(path) in cmd and state != "Z" and int(d) != os.getpid():
+                pids.append(int(d))
+    return pids
+
+
+def wait_gone(path, timeout=60) -> list[int]:
+    deadline = time.time() + timeout
+    while (left := jobs_under(path)) and time.time() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+def tune_cmd(tmp_path, trials, steps):
+    return [sys.executable, "-m", "normlab.tune", "--search", "lr", "--trials", str(trials), "--", *BASE,
+            "progress=false", f"task.train.max_steps={steps}", f"paths.root={tmp_path / 'runs'}"]
+
+
+def start_tune(tmp_path, cmd):
     env = {**os.environ, "NORMLAB_CACHE": str(TEST_CACHE)}
-    cmd = [sys.executable, "-m", "normlab.tune", "--search", "lr", "--trials", "6", "--", *BASE,
-           "progress=false", "task.train.max_steps=12", f"paths.root={tmp_path / 'runs'}"]
-    sweep = tmp_path / "runs" / "smoke" / "tune_lr"
-    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def kill_while_training(proc, sweep, n_done, sig):
+    """Send ``sig`` to the search while trial ``n_done``'s job trains (its curves, not its summary)."""
     deadline = time.time() + 300
-    # kill the search while trial 2's job is training (its curves exist, its summary does not)
     while proc.poll() is None and time.time() < deadline:
         runs = list(sweep.glob("synthetic_cls/layernorm/*/seed1/curves.jsonl")) if sweep.exists() else []
         done = list(sweep.glob("synthetic_cls/layernorm/*/seed1/summary.json")) if sweep.exists() else []
-        if len(done) == 2 and len(runs) == 3:
-            proc.send_signal(signal.SIGKILL)
-            break
+        if len(done) == n_done and len(runs) == n_done + 1 and runs and os.path.getsize(max(runs, key=os.path.getmtime)):
+            proc.send_signal(sig)
+            return
         time.sleep(0.02)
+    raise AssertionError("the search ended before it could be stopped")
+
+
+def test_a_killed_search_leaves_no_job_and_its_rerun_adopts_the_stopped_trial(tmp_path):
+    pytest.importorskip("optuna")
+    cmd = tune_cmd(tmp_path, 3, 400)
+    sweep = tmp_path / "runs" / "smoke" / "tune_lr"
+    proc = start_tune(tmp_path, cmd)
+    kill_while_training(proc, sweep, 2, signal.SIGKILL)
     proc.wait()
-    time.sleep(1)   # the orphaned trial job (its own process) finishes or dies on its own
+    # its trial's job was told (SIGTERM on the search's death): it checkpoints and stops
+    assert wait_gone(tmp_path / "runs") == []
     before = _trials(sweep)
     assert [t.state.name for t in before][:2] == ["COMPLETE", "COMPLETE"] and before[2].state.name == "RUNNING"
-    killed = before[2].params
+    killed, killed_dir = before[2].params, before[2].user_attrs["run_dir"]
+    assert read_json(os.path.join(killed_dir, "summary.json"))["status"] == "preempted"
 
-    out = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    assert "resuming: 1 trial(s) of a killed search queued again" in out.stdout
+    # a process that still holds the stopped trial's run directory is waited for, not failed
+    with RunLock(killed_dir):
+        rerun = start_tune(tmp_path, cmd)
+        time.sleep(8)
+        assert rerun.poll() is None
+    out, _ = rerun.communicate(timeout=600)
+    assert rerun.returncode == 0, out[-3000:]
+    assert "resuming: 1 trial(s) of a killed search queued again" in out and "waiting for it" in out
     after = _trials(sweep)
     complete = [t for t in after if t.state.name == "COMPLETE"]
-    assert len(complete) == 6 and after[2].user_attrs.get("stale") is True
+    assert len(complete) == 3 and after[2].user_attrs.get("stale") is True
     assert after[3].params == killed and after[3].user_attrs["resumes_trial"] == 2   # the same point again
+    assert after[3].user_attrs["run_dir"] == killed_dir
     runs = {t.user_attrs["run_dir"] for t in complete}
-    assert len(runs) == 6 and all(read_json(os.path.join(r, "summary.json"))["status"] == "completed"
-                                  for r in (tmp_path / d if not os.path.isabs(d) else d for d in runs))
+    summaries = {r: read_json(os.path.join(r, "summary.json")) for r in runs}
+    assert len(runs) == 3 and all(s["status"] == "completed" for s in summaries.values())
     table = (sweep / "trials-synthetic_cls-layernorm-lr.md").read_text()
-    assert "stale (killed; re-queued)" in table and table.count("| complete |") == 6 and "Best: trial" in table
-    best = max(complete, key=lambda t: t.value)
+    assert "stale (stopped; re-queued)" in table and table.count("| complete |") == 3
+    # the best is read from the runs' own summaries
+    from normlab.runner import objective
+    top = max(objective(s) for s in summaries.values())
+    number, value = re.search(r"Best: trial (\d+), objective ([\d.]+)", table).groups()
+    best = after[int(number)]
+    assert float(value) == round(top, 4) == round(objective(summaries[best.user_attrs["run_dir"]]), 4)
+    assert best.state.name == "COMPLETE"
     assert json.loads(table.split("higher is better), ")[1]) == best.user_attrs["used"]
+    assert jobs_under(tmp_path / "runs") == []
+
+
+def test_ctrl_c_on_a_search_checkpoints_its_trial_exits_130_and_the_rerun_resumes_it(tmp_path):
+    pytest.importorskip("optuna")
+    cmd = tune_cmd(tmp_path, 2, 400)
+    sweep = tmp_path / "runs" / "smoke" / "tune_lr"
+    proc = start_tune(tmp_path, cmd)
+    kill_while_training(proc, sweep, 0, signal.SIGINT)
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 130, out[-3000:]
+    assert "Traceback" not in out and "run the same command again to resume the search" in out
+    assert jobs_under(tmp_path / "runs") == []
+    first = _trials(sweep)[0]
+    summary = read_json(os.path.join(first.user_attrs["run_dir"], "summary.json"))
+    assert summary["status"] == "interrupted" and 0 < summary["steps"] < 400 and first.user_attrs["stale"]
+
+    out = subprocess.run(cmd, cwd=tmp_path, env={**os.environ, "NORMLAB_CACHE": str(TEST_CACHE)},
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    after = _trials(sweep)
+    assert after[1].user_attrs["resumes_trial"] == 0 and after[1].state.name == "COMPLETE"
+    resumed = read_json(os.path.join(after[1].user_attrs["run_dir"], "summary.json"))
+    assert resumed["status"] == "completed" and resumed["steps"] == 400
+
+
+def test_a_search_with_other_fixed_settings_is_refused_naming_the_keys(tmp_path):
+    pytest.importorskip("optuna")
+    env = {**os.environ, "NORMLAB_CACHE": str(TEST_CACHE)}
+    first = subprocess.run(tune_cmd(tmp_path, 1, 12), cwd=tmp_path, env=env, capture_output=True, text=True,
+                           timeout=600)
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    other = subprocess.run(tune_cmd(tmp_path, 2, 13), cwd=tmp_path, env=env, capture_output=True, text=True,
+                           timeout=600)
+    assert other.returncode == 2 and "Traceback" not in other.stderr
+    assert "started with other fixed settings: task.train.max_steps (12 there, 13 here)" in other.stderr
+    assert "name=..." in other.stderr
+    assert len(_trials(tmp_path / "runs" / "smoke" / "tune_lr")) == 1   # nothing was added
+    # the same fixed settings, or one that only changes how it runs (threads), go on
+    same = subprocess.run([*tune_cmd(tmp_path, 2, 12), "threads=2"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert same.returncode == 0, same.stdout[-2000:] + same.stderr[-2000:]
 
 
 def test_the_objective_of_a_task_that_selects_on_the_loss_is_its_validation_loss():

@@ -37,31 +37,55 @@ def last_step(path):
                 if '"step": ' in line), default=0)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, pytest.param(signal.SIGUSR1, marks=pytest.mark.slow)])
-def test_signal_checkpoints_the_current_step_exits_75_and_resumes_equal(tmp_path, sig):
-    args = [*ARGS, "task.train.max_steps=400"]
-    ref = run_job(args, tmp_path / "ref", run_dir=tmp_path / "ref" / "run")[1]
+def weights(run_dir, name="last.pt"):
+    return torch.load(run_dir / "checkpoints" / name, weights_only=True)["model"]
+
+
+def start(tmp_path, args):
     env = {**os.environ, "NORMLAB_CACHE": str(TEST_CACHE)}
     env.pop("NORMLAB_FAULT", None)
     cmd = [sys.executable, "-m", "normlab.train", "progress=false", f"paths.root={tmp_path / 'runs'}", *args]
-    run = run_path(tmp_path, args)
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_step(proc, run, step):
     deadline = time.time() + 300
-    while last_step(run / "curves.jsonl") < 30 and proc.poll() is None and time.time() < deadline:
+    while last_step(run / "curves.jsonl") < step and proc.poll() is None and time.time() < deadline:
         time.sleep(0.01)
-    os.kill(proc.pid, sig)
+
+
+# SIGTERM/SIGUSR1 are a scheduler preempting the job, SIGINT is Ctrl-C: each writes a checkpoint
+# at the current step and exits with its own code; a second Ctrl-C right after is ignored.
+@pytest.mark.parametrize("sig, code, status, repeat", [
+    (signal.SIGTERM, 75, "preempted", 1),
+    (signal.SIGINT, 130, "interrupted", 2),
+    pytest.param(signal.SIGUSR1, 75, "preempted", 1, marks=pytest.mark.slow)])
+def test_signal_checkpoints_the_current_step_and_resumes_to_the_same_weights(tmp_path, sig, code, status, repeat):
+    args = [*ARGS, "task.train.max_steps=400"]
+    ref_dir = tmp_path / "ref" / "run"
+    run_job(args, tmp_path / "ref", run_dir=ref_dir)
+    run = run_path(tmp_path, args)
+    proc = start(tmp_path, args)
+    wait_for_step(proc, run, 30)
+    for _ in range(repeat):
+        os.kill(proc.pid, sig)
+        time.sleep(0.005)
     out, err = proc.communicate(timeout=300)
-    assert proc.returncode == 75, err[-2000:]
+    assert proc.returncode == code, err[-2000:]
+    assert "Traceback" not in err and f"{status}: {signal.Signals(sig).name} at step" in out
     summary = read_json(run / "summary.json")
-    assert summary["status"] == "preempted" and "signal" in summary["error"]
+    assert summary["status"] == status and "re-run the same command to resume" in summary["error"]
     ck = torch.load(run / "checkpoints" / "last.pt", weights_only=True)
     assert 30 <= ck["state"]["step"] == summary["steps"] < 400
     assert not (run / "traceback.txt").exists()
 
     done = run_cli(args, tmp_path)  # the same command resumes
-    assert "completed" in done.stdout
-    assert curves(run) == curves(ref)
-    assert results(run) == results(ref)
+    assert "completed, 400 steps" in done.stdout
+    assert curves(run) == curves(ref_dir)
+    assert results(run) == results(ref_dir)
+    for name in ("last.pt", "best.pt"):
+        a, b = weights(run, name), weights(ref_dir, name)
+        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
 def test_kill_inside_an_accumulation_window_resumes_equal(tmp_path, monkeypatch):

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from helpers import REPO, TEST_CACHE, run_cli, run_job
+from normlab.errors import CheckpointError
 from normlab.rundir import Checkpoints, Curves, read_curves, read_json
 
 # 4 batches per epoch: 16 steps cross 3 epoch boundaries; dropout 0.1 makes the RNG state matter.
@@ -101,7 +102,7 @@ def test_truncated_checkpoint_falls_back_to_the_previous_one_with_a_warning(tmp_
     assert torch.load(last, weights_only=True)["state"]["step"] == 6
     data = last.read_bytes()
     last.write_bytes(data[: len(data) // 2])  # e.g. a disk that filled up
-    with pytest.warns(UserWarning, match="last.pt is unreadable.*falling back"):
+    with pytest.warns(UserWarning, match=r"last.pt \(.*\) in .* is unreadable; falling back to prev.pt \(step 5\)"):
         ck = Checkpoints(run_dir).load()
     assert ck["state"]["step"] == 5  # prev.pt: the checkpoint of the evaluation at step 5
     with pytest.warns(UserWarning, match="unreadable"):
@@ -110,6 +111,32 @@ def test_truncated_checkpoint_falls_back_to_the_previous_one_with_a_warning(tmp_
     assert not (run_dir / "traceback.txt").exists()
     assert curves(run_dir) == curves(ref_dir)
     assert results(run_dir) == results(ref_dir)
+
+
+def test_every_checkpoint_unreadable_stops_with_exit_5_and_restarts_only_when_asked(reference, tmp_path, monkeypatch):
+    run_dir = cli_with_fault(tmp_path, monkeypatch, "kill:step:9")
+    ckdir = run_dir / "checkpoints"
+    for name in ("last.pt", "prev.pt"):
+        data = (ckdir / name).read_bytes()
+        (ckdir / name).write_bytes(data[: len(data) // 3])
+    before = {p.name: p.read_bytes() for p in ckdir.iterdir()}
+    curves_before = (run_dir / "curves.jsonl").read_text()
+    out = run_cli(ARGS, tmp_path, check=False)
+    assert out.returncode == 5, out.stderr[-2000:]
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
+    assert "every checkpoint is unreadable: last.pt (" in lines[0] and "; prev.pt (" in lines[0]
+    assert "resume=restart" in lines[0]
+    # nothing was touched: no silent restart from step 0
+    assert {p.name: p.read_bytes() for p in ckdir.iterdir()} == before
+    assert (run_dir / "curves.jsonl").read_text() == curves_before
+
+    done = run_cli([*ARGS, "resume=restart"], tmp_path)
+    assert "starts over from step 0" in done.stdout
+    aside = list(run_dir.glob("checkpoints.old-*"))
+    assert len(aside) == 1 and {p.name: p.read_bytes() for p in aside[0].iterdir()} == before
+    assert curves(run_dir) == curves(reference)
+    assert results(run_dir) == results(reference)
 
 
 def test_resume_drops_records_after_the_checkpoint_and_a_torn_last_line(tmp_path):
@@ -141,8 +168,8 @@ def test_checkpoint_with_a_pickled_object_is_refused(tmp_path):
     ck = Checkpoints(tmp_path / "run")
     ck.dir.mkdir(parents=True)
     torch.save({"model": {}, "payload": Planted(marker)}, ck.last)
-    with pytest.warns(UserWarning, match="unreadable.*Weights only load failed"):
-        assert ck.load() is None
+    with pytest.raises(CheckpointError, match=r"every checkpoint is unreadable: last.pt \(.*Weights only load failed"):
+        ck.load()
     assert not marker.exists()
 
 

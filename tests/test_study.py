@@ -90,7 +90,7 @@ def completions(root: Path) -> dict:
     appends to its job's log): a run trained again after it finished would count twice."""
     done = {}
     for log in root.rglob("logs/*/*.log"):
-        done[log.stem] = len(re.findall(r"^\[normlab\] \S+: (completed|diverged);", log.read_text(), re.M))
+        done[log.stem] = len(re.findall(r"^\[normlab\] \S+: (completed, \d+ steps;|diverged at step)", log.read_text(), re.M))
     return done
 
 

@@ -57,9 +57,10 @@ class Run:
 
     @property
     def status(self) -> str:
-        """completed | diverged | failed, or "incomplete" for a run without summary (in progress
-        or killed)."""
-        return self.summary.get("status", "incomplete") if self.summary else "incomplete"
+        """completed | diverged | failed, or "incomplete" for a run without a final summary (in
+        progress, killed, preempted or interrupted: it resumes when its command runs again)."""
+        status = self.summary.get("status", "incomplete") if self.summary else "incomplete"
+        return "incomplete" if status in ("preempted", "interrupted") else status
 
     @property
     def norm_options(self) -> dict:

@@ -17,8 +17,6 @@ in priority order (asked again after every job, as later stages appear); ``comma
 """
 from __future__ import annotations
 
-import ctypes
-import fcntl
 import os
 import signal
 import subprocess
@@ -28,14 +26,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
+from .. import exitcodes
+from ..runlock import lock_holder
+from ..stopsignals import job_process_setup
 from ..progress import eta_line
 from ..report.runs import FINAL
 
-EXIT_PREEMPTED, EXIT_LOCKED = 75, 4
+EXIT_LOCKED = exitcodes.LOCKED
+STOPPED_EXITS = (exitcodes.PREEMPTED, exitcodes.INTERRUPTED, -signal.SIGTERM)  # checkpoint written
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 KEEP = ("best.pt", "last.pt")   # the first that exists is kept
 POLL_S = 0.5
-PR_SET_PDEATHSIG = 1
 
 
 @dataclass
@@ -44,32 +45,6 @@ class Outcome:
     failed: list = field(default_factory=list)
     preempted: list = field(default_factory=list)   # stopped with a checkpoint, resumed next slice
     stopped: Optional[str] = None    # "budget" or the signal's name, None when the plan ran out
-
-
-def _child_setup() -> None:
-    """In the job's process before exec: its own process group; SIGTERM when the driver dies."""
-    os.setpgid(0, 0)
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-    except (OSError, AttributeError):   # not Linux: a SIGKILLed driver may leave its jobs running
-        pass
-
-
-def lock_holder(run_dir: Path) -> Optional[str]:
-    """Who holds ``run_dir``'s run lock (normlab.runlock), None when it is free."""
-    path = Path(run_dir).parent / f".{Path(run_dir).name}.lock"
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    except BlockingIOError:
-        return os.read(fd, 256).decode(errors="replace").strip() or "another process"
-    finally:
-        os.close(fd)
 
 
 def prune_checkpoints(run_dir: Path) -> int:
@@ -160,7 +135,7 @@ class Executor:
             log.parent.mkdir(parents=True, exist_ok=True)
             with open(log, "ab") as f:
                 p = subprocess.Popen(self.study.command(job), cwd=self.study.cwd, env=self.study.env, stdout=f,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_child_setup)
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=job_process_setup)
             self.running[p] = job
             busy.add(job)
             self.say(f"[{self.tag}] start {job.rel()}" + (f" (lr={job.lr:g})" if getattr(job, "lr", None) else ""))
@@ -179,7 +154,7 @@ class Executor:
                 total = named + sum((getattr(self.study, "unnamed", None) or {}).values())
                 self.say(eta_line(named - len(self.study.plan()), total, out.trained, time.time() - self.start,
                                   self.tag))
-            elif rc in (EXIT_PREEMPTED, -signal.SIGTERM):
+            elif rc in STOPPED_EXITS:
                 out.preempted.append(job)
             elif rc == EXIT_LOCKED:
                 pass   # another process held it after all: planned again once its lock is free
