@@ -1,4 +1,5 @@
-"""Hydra callback: after a multirun, count job outcomes and exit with the number of failed jobs
+"""Hydra callbacks: before a run or sweep, a runs folder that cannot be written is one line, not
+Hydra's traceback; after a multirun, count job outcomes and exit with the number of failed jobs
 (jobs that failed, plus sweep points whose config could not be composed: normlab's sweeper)."""
 from __future__ import annotations
 
@@ -24,6 +25,31 @@ class Outcome(float):
 
     def __reduce__(self):   # joblib/submitit carry it between processes
         return (Outcome, (float(self), self.status))
+
+
+class WritableRoot(Callback):
+    """Hydra makes the run (or sweep) directory before the job starts, and reports a folder it
+    cannot make with a traceback: check ``paths.root`` first."""
+
+    def _check(self, config: DictConfig) -> None:
+        from . import exitcodes
+        root = Path(str(config.paths.root))
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            ok = os.access(root, os.W_OK | os.X_OK)
+            why = "not writable"
+        except OSError as e:
+            ok, why = False, e.strerror
+        if not ok:
+            print(f"normlab: error: paths.root={root}: {why}; set paths.root=... to a folder you can write",
+                  file=sys.stderr)
+            sys.exit(exitcodes.BAD_INPUT)
+
+    def on_run_start(self, config: DictConfig, **kwargs) -> None:
+        self._check(config)
+
+    def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        self._check(config)
 
 
 # Sweep points the sweeper could not compose (hydra_plugins/normlab_sweeper): (overrides, error).

@@ -182,6 +182,10 @@ def load_job(cfg: DictConfig, overrides: Optional[list[str]] = None) -> Job:
             raise ConfigError(f"logger.{backend}={value!r}: must be true or false (normlab/configs/logger/*.yaml)")
     if not isinstance(config.get("seed"), int) or config["seed"] < 0:
         raise ConfigError(f"seed={config.get('seed')!r}: must be an integer >= 0")
+    threads = config.get("threads", 0)
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
+        raise ConfigError(f"threads={threads!r}: must be an integer >= 1, or 0 for torch's default "
+                          "(normlab/configs/train.yaml or the command line)")
     if config.get("resume", "auto") not in ("auto", "restart"):
         raise ConfigError(f"resume={config.get('resume')!r}: must be auto (go on from the newest readable checkpoint) "
                           "or restart (an unfinished run starts over from step 0)")

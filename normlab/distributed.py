@@ -75,7 +75,31 @@ def launcher_env(env: dict) -> dict:
             "MASTER_PORT": env.get("MASTER_PORT", str(20000 + zlib.crc32(job_id.encode()) % 20000))}
 
 
+def check_device(name) -> None:
+    """ConfigError unless ``device=name`` names a device this machine has (before anything runs)."""
+    from .errors import ConfigError
+    if name in ("auto", "cpu"):
+        return
+    try:
+        dev = torch.device(str(name))
+    except (RuntimeError, ValueError):
+        raise ConfigError(f"device={name!r}: not a device name; use auto, cpu, cuda or cuda:N") from None
+    if dev.type == "cuda":
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if n == 0:
+            why = "this torch is built without CUDA" if torch.version.cuda is None else "no CUDA device is visible"
+            raise ConfigError(f"device={name}: {why}; use device=cpu, or device=auto (a GPU when there is one)")
+        if dev.index is not None and dev.index >= n:
+            raise ConfigError(f"device={name}: this machine has {n} CUDA device(s), cuda:0 to cuda:{n - 1}")
+    elif dev.type == "mps":
+        if not torch.backends.mps.is_available():
+            raise ConfigError(f"device={name}: MPS is not available here; use device=cpu or device=auto")
+    elif dev.type != "cpu":
+        raise ConfigError(f"device={name}: normlab runs on auto, cpu, cuda or cuda:N")
+
+
 def pick_device(name: str) -> torch.device:
+    check_device(name)
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(name)
@@ -87,6 +111,7 @@ def init(device: str = "auto") -> Dist:
     global _CTX
     if _CTX is not None:
         return _CTX
+    check_device(device)
     os.environ.update(launcher_env(dict(os.environ)))
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world <= 1:

@@ -34,7 +34,7 @@ def yaml_line(path, keys: list[str]) -> Optional[int]:
 def origin(key: str, task_name: str, scale: str, overrides: list[str]) -> str:
     """Where a ``task.*`` value came from, in Hydra's merge order read backwards: the command line,
     the scale preset, the task file, or the trainer schema's default."""
-    for o in overrides:
+    for o in reversed(overrides):   # the last one wins, in Hydra as here
         if o.lstrip("+~").split("=", 1)[0] == key:
             return f"set on the command line: {o}"
     sub = key.split(".")[1:]

@@ -31,6 +31,18 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+def remove_empty_dirs(path: Path, stop: Path) -> None:
+    """Remove ``path`` and its parents up to (not including) ``stop`` while they are empty: the
+    folders Hydra made for a job refused on bad input."""
+    path, stop = Path(path).absolute(), Path(stop).absolute()
+    while path != stop and stop in path.parents:
+        try:
+            path.rmdir()   # only an empty folder
+        except OSError:
+            return
+        path = path.parent
+
+
 def write_json(path: Path, obj: Any) -> None:
     atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n").encode())
 

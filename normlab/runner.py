@@ -22,6 +22,7 @@ from omegaconf import DictConfig
 
 from . import __version__, accel, distributed, pin, setting
 from .config import Job, load_job, same_experiment
+from .consolelog import ConsoleLog
 from .errors import ConfigError, DataError
 from .loggers import make_loggers
 from .norms import norm_factory
@@ -91,6 +92,17 @@ def check_run_dir(run_dir: Path, config: dict) -> Optional[dict]:
     return None
 
 
+def writable(folder: Path, key: str, env: str) -> None:
+    """ConfigError unless ``folder`` exists or can be made, and can be written."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"{key}={folder}: cannot create it ({e.strerror}); set {key}=... or {env} to a folder "
+                          "you can write") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError(f"{key}={folder}: not writable; set {key}=... or {env} to a folder you can write")
+
+
 def prepare(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = None,
             ctx: Optional[distributed.Dist] = None):
     """Everything that can fail on bad input, before anything is written to ``run_dir``.
@@ -105,6 +117,7 @@ def prepare(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = Non
     done = distributed.on_main(ctx, lambda: check_run_dir(run_dir, job.config), USER_ERRORS)
     if done is not None:
         return job, None, done
+    writable(Path(job.paths.cache_dir), "paths.cache_dir", "NORMLAB_CACHE")
     data_dir = Path(job.paths.data_dir) / job.task.name
     task = task_cls(job.cfg.task, data_dir, Path(job.paths.cache_dir))
     task.run_seed = job.seed
@@ -176,11 +189,11 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = None) -
     ctx = distributed.init(cfg.get("device", "auto"))
     # One process trains a run directory at a time: a second one (another sweep, a re-submitted
     # SLURM job) stops here with RunLocked before reading or writing anything in it.
-    with RunLock(run_dir, enabled=ctx.main):
-        return _run_locked(cfg, run_dir, overrides, ctx, start)
+    with RunLock(run_dir, enabled=ctx.main), ConsoleLog(run_dir / "train.log", enabled=ctx.main) as console:
+        return _run_locked(cfg, run_dir, overrides, ctx, start, console)
 
 
-def _run_locked(cfg, run_dir: Path, overrides, ctx, start: float) -> dict:
+def _run_locked(cfg, run_dir: Path, overrides, ctx, start: float, console: ConsoleLog) -> dict:
     job, task, done = prepare(cfg, run_dir, overrides, ctx)
     if done is not None:
         if ctx.main:
@@ -188,18 +201,19 @@ def _run_locked(cfg, run_dir: Path, overrides, ctx, start: float) -> dict:
         return done
     trainer = build(job, task, run_dir, ctx)
     config = job.config
-    if job.get("resume", "auto") == "restart" and ctx.main:
-        aside = trainer.ckpt.set_aside()
-        if aside is not None:
-            print(f"[normlab] resume=restart: {run_dir} starts over from step 0; its checkpoints are in {aside}")
     # --- from here on the run directory is written (rank 0 only) ---
+    if ctx.main:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        console.open()   # before resume: its warnings (a checkpoint it skipped) belong in the log
+        if job.get("resume", "auto") == "restart" and (aside := trainer.ckpt.set_aside()) is not None:
+            print(f"[normlab] resume=restart: {run_dir} starts over from step 0; its checkpoints are in {aside}")
     ck = trainer.resume()   # CheckpointError when every checkpoint there is unreadable
     summary_path = run_dir / "summary.json"
     previous = read_json(summary_path) if ctx.main and summary_path.exists() else {}
     curves = Curves(run_dir / "curves.jsonl")
     if ctx.main:
-        run_dir.mkdir(parents=True, exist_ok=True)
         write_yaml(run_dir / "config.yaml", config)
+        write_yaml(run_dir / "overrides.yaml", list(overrides or []))   # this invocation's command line
         trainer.ckpt.remove_temp()
         curves.truncate_after(trainer.state.step if ck else 0)
         trainer.logger = make_loggers(job, config, run_dir, curves, task, ck, trainer.extra, setting=short_setting(job))

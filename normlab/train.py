@@ -24,9 +24,11 @@ from omegaconf import DictConfig
 from . import setting  # noqa: F401  (registers ${normlab.setting:} for hydra.run.dir)
 from . import exitcodes
 from .callbacks import Outcome, record_failure
+from .commands import version_text
 from .config import CONFIGS
 from .errors import CheckpointError
 from .hints import explain_unknown_keys
+from .rundir import remove_empty_dirs
 from .runlock import RunLocked
 from .runner import USER_ERRORS, objective, run
 
@@ -59,6 +61,8 @@ def _main(cfg: DictConfig) -> Outcome:
         if _rank() == 0:
             print(f"normlab: error: {e}", file=sys.stderr)
         if not multirun:
+            if not isinstance(e, CheckpointError):   # nothing was written: no empty run directory either
+                remove_empty_dirs(run_dir, Path(cfg.paths.root).parent)
             sys.exit(exitcodes.CHECKPOINT if isinstance(e, CheckpointError) else exitcodes.BAD_INPUT)
         error = e
     except Exception as e:
@@ -72,6 +76,9 @@ def _main(cfg: DictConfig) -> Outcome:
 
 
 def main() -> None:
+    if "--version" in sys.argv[1:]:   # Hydra's own --version names Hydra only
+        print(version_text())
+        sys.exit(exitcodes.OK)
     try:
         _main()
     except KeyboardInterrupt:  # Ctrl-C outside training (data set-up, the final test): no traceback

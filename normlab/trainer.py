@@ -24,12 +24,12 @@ from typing import Optional
 
 import torch
 from torch.nn.parallel import DistributedDataParallel
-from tqdm import tqdm
 
 from . import accel, distributed
 from .checkpointing import CheckpointMixin
 from .faults import InjectedFault, parse_faults  # noqa: F401  (InjectedFault: re-exported)
 from .norms import GradProbe
+from .progress import training_bar
 from .rundir import Checkpoints
 from .schedule import build_optimizer, build_scheduler
 from .stopsignals import StopSignals, status_of
@@ -254,8 +254,7 @@ class Trainer(CheckpointMixin):
     def fit(self) -> State:
         t, st = self.t, self.state
         self.module.train()
-        bar = tqdm(total=self.total_steps, initial=st.step, disable=not self.progress, desc=self.task.name,
-                   dynamic_ncols=True, leave=False)
+        bar = training_bar(self.total_steps, st.step, self.task.name, self.progress)
         done = lambda: st.step >= self.total_steps or st.stopped_early  # noqa: E731
         with self.stop, contextlib.closing(bar):  # the handlers stay while a checkpoint is written
             while not done():

@@ -34,6 +34,7 @@ from .config import CONFIGS, same_experiment
 from .errors import ConfigError
 from .runlock import RunLock, RunLocked
 from .trialjob import TrialJob
+from .commands import version_text
 
 SEARCHES = CONFIGS / "hparams_search"
 
@@ -178,6 +179,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="normlab-tune", description=__doc__.split("\n\n")[0],
                                  epilog=exitcodes.help_text() + "\n  (normlab-tune: 2 also for a study started with "
                                  "other fixed settings)", formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--version", action="version", version=version_text())
     ap.add_argument("--search", default="lr", help=f"a preset in {SEARCHES} (default: lr)")
     ap.add_argument("--trials", type=int, help="total trials (default: the preset's n_trials)")
     ap.add_argument("overrides", nargs="*", help="normlab-train overrides shared by every trial (after --)")

@@ -235,3 +235,51 @@ def test_imdb_folder_without_reviews(tmp_path):
     (tmp_path / "data" / "imdb").mkdir(parents=True)
     with pytest.raises(DataError, match=r"no aclImdb/ folder or aclImdb.tar.gz in .*imdb\. To prepare it: mkdir"):
         run_job(["task=imdb", "scale=smoke"], tmp_path, data_dir=tmp_path / "data")
+
+
+# --- the command line: every bad input is one line, a documented exit code, nothing left behind ---
+
+CLI_CASES = [
+    ("device=cuda", 2, "device=cuda: "),
+    ("device=gpu", 2, "device='gpu': not a device name"),
+    ("device=cuda:7", 2, "device=cuda:7"),
+    ("threads=-1", 2, "threads=-1: must be an integer"),
+    ("threads=1.5", 2, "threads=1.5"),
+    ("paths.root=/proc/normlab", 2, "paths.root=/proc/normlab"),
+    ("paths.cache_dir=/proc/normlab", 2, "paths.cache_dir=/proc/normlab: cannot create it"),
+    ("norm=adanorm norm.options.C=-1", 2, "norm.options.C=-1 is out of range: it must be a number > 0"),
+    ("norm=adanorm norm.options.k=-0.1", 2, "norm.options.k=-0.1 is out of range"),
+    ("norm=dyt norm.options.alpha_init=0", 2, "norm.options.alpha_init=0 is out of range"),
+    ("norm=layernorm norm.options.eps=0", 2, "norm.options.eps=0 is out of range"),
+    ("norm=batchnorm +norm.options.momentum=1.5", 2, "norm.options.momentum=1.5 is out of range: it must be a number in [0, 1]"),
+    ("+task.train.foo=1", 2, "task.train.foo"),
+    ("resume=maybe", 2, "resume='maybe': must be auto"),
+    ("precision=fp8", 2, "precision='fp8': must be one of"),
+    ("norm.options.numerics=foo", 2, "numerics must be one of"),
+    # the value named is the one that took effect: the last of two overrides of a key
+    ("task.train.max_steps=-5", 2, "set on the command line: task.train.max_steps=-5"),
+]
+
+
+@pytest.mark.parametrize("args,code,match", CLI_CASES, ids=[c[0] for c in CLI_CASES])
+def test_every_bad_input_is_one_line_with_its_exit_code_and_leaves_nothing(tmp_path, args, code, match):
+    import torch
+    if args.startswith("device=cuda") and torch.cuda.is_available() and args != "device=cuda:7":
+        pytest.skip("this machine has CUDA")
+    out = run_cli(["task=synthetic_cls", "scale=smoke", "threads=1", "task.train.max_steps=2", *args.split()],
+                  tmp_path, check=False, timeout=300)
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert out.returncode == code, out.stderr[-2000:]
+    assert 1 <= len(lines) <= 2 and "Traceback" not in out.stderr and match in lines[0], out.stderr
+    left = [p for p in (tmp_path / "runs").rglob("*")] if (tmp_path / "runs").exists() else []
+    assert left == [], left
+
+
+def test_report_to_a_folder_it_cannot_make_is_one_line(tmp_path):
+    import subprocess
+    import sys
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "summary.json").write_text('{"status": "completed", "task": "rt", "norm": "layernorm"}')
+    out = subprocess.run([sys.executable, "-m", "normlab.report.cli", str(tmp_path), "--out", "/proc/normlab-report",
+                          "--no-figures"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "--out /proc/normlab-report" in out.stderr

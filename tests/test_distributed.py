@@ -79,7 +79,7 @@ def test_two_processes_follow_the_one_process_curve(tmp_path):
     # rank 0 alone wrote the run directory: no second set of files, no temp files
     files = sorted(p.relative_to(two).as_posix() for p in two.rglob("*") if p.is_file())
     assert files == ["checkpoints/best.pt", "checkpoints/last.pt", "checkpoints/prev.pt", "config.yaml",
-                     "curves.jsonl", "summary.json"]
+                     "curves.jsonl", "overrides.yaml", "summary.json", "train.log"]
     ck = torch.load(two / "checkpoints" / "last.pt", weights_only=True)
     assert ck["world"] == 2 and len(ck["rng"]) == 2 and not any(k.startswith("module.") for k in ck["model"])
 

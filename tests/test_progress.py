@@ -1,4 +1,5 @@
 """A study slice's progress line (runs done / total and an ETA from this slice's rate) and the job bars."""
+import re
 from pathlib import Path
 
 from normlab.progress import eta_line
@@ -11,8 +12,10 @@ def test_eta_extrapolates_this_slices_rate_only():
     assert eta_line(5, 5, 4, 3 * 3600.0, "tuned") == "[tuned] 5/5 runs done (4 in this slice, 3.0 h), all done"
 
 
-def test_progress_true_shows_evaluation_bars_and_false_shows_none(tmp_path, capsys):
+def test_progress_true_shows_evaluation_bars_and_false_shows_none(tmp_path, capsys, monkeypatch):
     from helpers import run_job
+    from normlab import progress
+    monkeypatch.setattr(progress, "_terminal", lambda: True)   # bars are for a terminal
     args = ["task=synthetic_cls", "scale=smoke", "threads=1"]
     run_job([*args, "progress=true"], tmp_path / "on")
     err = capsys.readouterr().err
@@ -26,6 +29,7 @@ def test_bpe_learning_bar_follows_the_switch(monkeypatch):
     from tokenizers import trainers
 
     from normlab import progress
+    monkeypatch.setattr(progress, "_terminal", lambda: True)
     from normlab.data.bpe import JointBPE
     seen = []
     real = trainers.BpeTrainer
@@ -65,3 +69,22 @@ def test_one_line_before_a_first_native_kernel_build_and_none_after(tmp_path, mo
     err = capsys.readouterr().err
     assert len(builds) == 2
     assert err.count("building normlab's CPU norm kernels once, ~20 s") == 1  # the second finds the .so
+
+
+def test_progress_to_a_file_is_a_line_per_tenth_of_the_steps_never_bars(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from helpers import REPO, TEST_CACHE
+    err = tmp_path / "err.log"
+    with open(err, "w") as f:   # stderr redirected, as in a sweep's or a scheduler's log
+        out = subprocess.run([sys.executable, "-m", "normlab.train", "task=synthetic_cls", "scale=smoke", "threads=1",
+                              "progress=true", f"paths.root={tmp_path / 'runs'}", "task.train.max_steps=3000",
+                              "task.train.eval_every=1000"], cwd=REPO, stdout=subprocess.PIPE, stderr=f, text=True,
+                             env={**os.environ, "NORMLAB_CACHE": str(TEST_CACHE)}, timeout=600)
+    assert out.returncode == 0
+    text = err.read_text()
+    assert "\r" not in text and "%|" not in text and len(text) < 4000, len(text)
+    steps = [int(s) for s in re.findall(r"step (\d+)/3000", text)]
+    assert steps == list(range(300, 3001, 300))

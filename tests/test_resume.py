@@ -113,6 +113,22 @@ def test_truncated_checkpoint_falls_back_to_the_previous_one_with_a_warning(tmp_
     assert results(run_dir) == results(ref_dir)
 
 
+def test_the_run_directory_keeps_the_command_and_a_log_of_the_console_across_invocations(reference, tmp_path,
+                                                                                       monkeypatch):
+    run_dir = cli_with_fault(tmp_path, monkeypatch, "kill:step:9")
+    last = run_dir / "checkpoints" / "last.pt"
+    last.write_bytes(last.read_bytes()[:100])
+    done = run_cli([*ARGS, "threads=2"], tmp_path)
+    from normlab.rundir import read_yaml
+    assert read_yaml(run_dir / "overrides.yaml") == ["progress=false", f"paths.root={tmp_path / 'runs'}", *ARGS,
+                                                     "threads=2"]
+    log = (run_dir / "train.log").read_text()
+    assert log.count("\n--- ") + log.startswith("--- ") == 2          # one header per invocation
+    assert "is unreadable; falling back to prev.pt" in log           # a warning, from stderr
+    assert done.stdout.strip().splitlines()[-1] in log               # the end-of-run line, from stdout
+    assert "\r" not in log
+
+
 def test_every_checkpoint_unreadable_stops_with_exit_5_and_restarts_only_when_asked(reference, tmp_path, monkeypatch):
     run_dir = cli_with_fault(tmp_path, monkeypatch, "kill:step:9")
     ckdir = run_dir / "checkpoints"

@@ -19,6 +19,7 @@ import os
 import sys
 from typing import Optional
 
+from ..commands import version_text
 from ..report.paper_tables import TABLES
 
 PAPER_TASKS = ["iwslt14_de_en", "iwslt15_en_vi", "enwik8", "imdb", "rt", "sst2", "mnist", "ptb"]
@@ -123,6 +124,7 @@ def outline(report) -> list[str]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="normlab-wandb-dashboard", description=__doc__.split("\n\n")[0])
+    p.add_argument("--version", action="version", version=version_text())
     p.add_argument("--entity", required=True, help="wandb entity (user or team) that holds the runs")
     p.add_argument("--project", required=True, help="wandb project (logger.project, default normlab)")
     p.add_argument("--group", default="xu2019", help="run group = experiment name (default xu2019; '' for all)")

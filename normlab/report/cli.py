@@ -5,6 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..commands import version_text
 from .report import write_report
 from .runs import find_runs
 
@@ -16,6 +17,7 @@ def main(argv: list[str] | None = None) -> int:
                     "tables (Markdown, CSV, LaTeX), the paper's tables, findings and figures (PNG, PDF).")
     p.add_argument("run_dirs", nargs="+", type=Path,
                    help="run directories, or folders searched recursively for them (e.g. runs/mini/xu2019)")
+    p.add_argument("--version", action="version", version=version_text())
     p.add_argument("--out", type=Path, required=True, help="output folder (created)")
     p.add_argument("--no-figures", action="store_true", help="tables only (faster)")
     args = p.parse_args(argv)
@@ -27,6 +29,12 @@ def main(argv: list[str] | None = None) -> int:
     if not runs:
         print(f"normlab-report: error: no run directories (config.yaml or summary.json) under "
               f"{', '.join(map(str, args.run_dirs))}", file=sys.stderr)
+        return 2
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        print(f"normlab-report: error: --out {args.out}: cannot create it ({e.strerror}); choose a folder you can "
+              "write", file=sys.stderr)
         return 2
     # the committed layout (results/<folder>/runs) names the study whose family the findings join
     member = args.run_dirs[0].parent if len(args.run_dirs) == 1 and args.run_dirs[0].name == "runs" else None
