@@ -12,7 +12,8 @@ JOBS ?= 2
 TASK ?= rt
 NORM ?= layernorm
 SEED ?= 1
-export NORMLAB_DATA ?= $(abspath ../shared/data)
+# normlab's one default data folder, as in normlab/configs/paths/default.yaml: ./data
+export NORMLAB_DATA ?= $(abspath data)
 
 .PHONY: help install demo test test-slow train sweep reproduce-table reproduce-tuned reproduce-prenorm grid-start grid-status grid-stop gpu-wheels bench clean fairseq-env test-fairseq compare-fairseq
 
@@ -35,7 +36,7 @@ install:  ## create .venv and install normlab with pinned dependencies
 demo: $(PY)  ## train 3 norms on generated data (no download), print a table, write a loss-curve figure
 	$(PY) scripts/demo.py
 
-test: $(PY)  ## run the test suite (real data from NORMLAB_DATA, default ../shared/data)
+test: $(PY)  ## run the test suite (real data from NORMLAB_DATA, default ./data)
 	$(PY) -m pytest -q
 
 test-slow: $(PY)  ## run only the slow tests (longer end-to-end runs)
@@ -64,6 +65,7 @@ reproduce-prenorm: $(PY)  ## enwik8 with pre-norm, all 9 norms: make reproduce-p
 	$(PY) scripts/reproduce.py --study prenorm $(STUDY_ARGS) $(if $(SEEDS),--seeds $(SEEDS))
 
 grid-start: $(PY)  ## a detached slice: make grid-start STUDY=fixed|tuned|prenorm BUDGET_MIN=110 [COMMIT=sha]
+	@test -d "$(NORMLAB_DATA)" || { echo "no data folder at $(NORMLAB_DATA): set NORMLAB_DATA or link ./data" >&2; exit 2; }
 	scripts/grid.sh start $(STUDY) $(or $(BUDGET_MIN),$(error BUDGET_MIN= is required)) --scale $(SCALE) --jobs $(JOBS) \
 	  $(if $(COMMIT),--commit $(COMMIT))
 

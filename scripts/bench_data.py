@@ -92,7 +92,7 @@ def main(argv=None):
     ap.add_argument("--tasks", default="rt,sst2,imdb")
     ap.add_argument("--scale", default="mini")
     ap.add_argument("--repeats", type=int, default=3, help="second starts per task (median)")
-    ap.add_argument("--data", default=os.environ.get("NORMLAB_DATA", str(REPO.parent / "shared" / "data")))
+    ap.add_argument("--data", default=os.environ.get("NORMLAB_DATA") or str(REPO / "data"))
     ap.add_argument("--child")
     ap.add_argument("--cache")
     ap.add_argument("--out")

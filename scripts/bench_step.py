@@ -118,7 +118,7 @@ def main(argv=None):
     ap.add_argument("--batches", type=int, default=8, help="distinct training batches cycled through")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (the sweep runs one per job)")
     ap.add_argument("--malloc", choices=["pinned", "default"], default="pinned")
-    ap.add_argument("--data", default=os.environ.get("NORMLAB_DATA", str(REPO.parent / "shared" / "data")))
+    ap.add_argument("--data", default=os.environ.get("NORMLAB_DATA") or str(REPO / "data"))
     ap.add_argument("--out")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)

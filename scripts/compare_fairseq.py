@@ -252,7 +252,7 @@ def main(argv=None) -> int:
     p.add_argument("--norm", default="layernorm")
     p.add_argument("--work", type=Path, default=REPO / "runs" / "compare_fairseq")
     p.add_argument("--data-dir", type=Path,
-                   default=Path(os.environ.get("NORMLAB_DATA", REPO.parent / "shared" / "data")))
+                   default=Path(os.environ.get("NORMLAB_DATA") or REPO / "data"))
     p.add_argument("--normlab-python", default=sys.executable)
     p.add_argument("--fairseq-python", default=str(REPO / ".venv-fairseq" / "bin" / "python"))
     p.add_argument("--normlab-override", action="append", default=[], metavar="KEY=VALUE",

@@ -10,7 +10,7 @@ import struct
 import pytest
 import torch
 
-from conftest import data_root
+from conftest import MISSING, data_root
 from helpers import run_job
 from normlab.data import mnist
 from normlab.models.cnn import MNISTCNN
@@ -26,7 +26,7 @@ TRAIN_COUNTS = [5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949]
 def data_dir_module():
     """conftest's data_dir, once per module (the real files are read once here)."""
     if not data_root().is_dir():
-        pytest.skip(f"real data not found at {data_root()}: set NORMLAB_DATA to ../shared/data")
+        pytest.skip(f"real data not found at {data_root()}: {MISSING}")
     return data_root()
 
 
