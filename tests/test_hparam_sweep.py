@@ -141,7 +141,7 @@ def test_a_killed_search_leaves_no_job_and_its_rerun_adopts_the_stopped_trial(tm
     sweep = tmp_path / "runs" / "smoke" / "tune_lr"
     proc = start_tune(tmp_path, cmd)
     kill_while_training(proc, sweep, 2, signal.SIGKILL)
-    proc.wait()
+    proc.communicate(timeout=300)   # also closes its pipe
     # its trial's job was told (SIGTERM on the search's death): it checkpoints and stops
     assert wait_gone(tmp_path / "runs") == []
     before = _trials(sweep)
