@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .exitcodes import STOPPED   # the statuses of a stopped run: a checkpoint was written, the command resumes
 from .rundir import criterion, read_curves
-
-STOPPED = ("preempted", "interrupted")   # a checkpoint was written; the same command resumes
 
 
 def _num(v) -> str:

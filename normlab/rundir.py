@@ -14,6 +14,8 @@ from typing import Any, Optional
 
 import yaml
 
+from .errors import CheckpointError
+
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
@@ -128,8 +130,6 @@ class Checkpoints:
         back to prev.pt with a warning; when every checkpoint there is unreadable, CheckpointError
         names each file and why (training from step 0 instead would hide the loss)."""
         import torch
-
-        from .errors import CheckpointError
         candidates = [self.dir / name] + ([self.dir / "prev.pt"] if name == "last.pt" else [])
         bad = []
         for path in candidates:

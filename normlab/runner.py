@@ -259,7 +259,7 @@ def _finish(job, task, trainer, run_dir: Path, status: str, error, test: dict, p
     if status != "failed" and (run_dir / "traceback.txt").exists() and trainer.dist.main:
         (run_dir / "traceback.txt").unlink()  # a resumed run that now succeeded
     summary = _summarise(job, task, trainer, run_dir, status, error, test, previous, start)
-    trainer.logger.close(0 if status in ("completed",) + STOPPED else 1, summary)
+    trainer.logger.close(0 if status == "completed" or status in STOPPED else 1, summary)
     if trainer.dist.main:
         print(end_line(summary, run_dir))
     return summary

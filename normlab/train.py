@@ -32,7 +32,6 @@ from .rundir import remove_empty_dirs
 from .runlock import RunLocked
 from .runner import USER_ERRORS, objective, run
 
-STOP_EXIT = {"preempted": exitcodes.PREEMPTED, "interrupted": exitcodes.INTERRUPTED}
 
 
 def _rank() -> int:
@@ -46,8 +45,8 @@ def _main(cfg: DictConfig) -> Outcome:
     run_dir = Path(hc.runtime.output_dir)
     try:
         summary = run(cfg, run_dir, list(hc.overrides.task))
-        if summary["status"] in STOP_EXIT:
-            sys.exit(STOP_EXIT[summary["status"]])  # also ends a sweep: the same command resumes it
+        if summary["status"] in exitcodes.STOPPED:
+            sys.exit(exitcodes.STOPPED[summary["status"]])  # also ends a sweep: the same command resumes it
         if summary["status"] == "failed" and not multirun:
             sys.exit(exitcodes.CRASHED)  # traceback.txt is in the run directory
         return Outcome(objective(summary), summary["status"])
@@ -57,13 +56,18 @@ def _main(cfg: DictConfig) -> Outcome:
         if not multirun:
             sys.exit(exitcodes.LOCKED)
         return Outcome(float("nan"), "locked")   # the run belongs to the other process: write nothing
-    except USER_ERRORS + (CheckpointError,) as e:
+    except CheckpointError as e:
         if _rank() == 0:
             print(f"normlab: error: {e}", file=sys.stderr)
         if not multirun:
-            if not isinstance(e, CheckpointError):   # nothing was written: no empty run directory either
-                remove_empty_dirs(run_dir, Path(cfg.paths.root).parent)
-            sys.exit(exitcodes.CHECKPOINT if isinstance(e, CheckpointError) else exitcodes.BAD_INPUT)
+            sys.exit(exitcodes.CHECKPOINT)
+        error = e
+    except USER_ERRORS as e:
+        if _rank() == 0:
+            print(f"normlab: error: {e}", file=sys.stderr)
+        if not multirun:
+            remove_empty_dirs(run_dir, Path(cfg.paths.root).parent)   # nothing was written: no empty folders
+            sys.exit(exitcodes.BAD_INPUT)
         error = e
     except Exception as e:
         if not multirun or int(os.environ.get("WORLD_SIZE", "1")) > 1:

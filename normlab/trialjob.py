@@ -17,7 +17,7 @@ from typing import Optional
 
 from . import exitcodes
 from .runlock import lock_holder
-from .stopsignals import job_process_setup
+from .stopsignals import job_process_setup, status_of
 
 
 class TrialJob:
@@ -55,7 +55,7 @@ class TrialJob:
                     waited = True
                 time.sleep(0.5)
             if self.signum is not None:
-                return exitcodes.INTERRUPTED if self.signum == signal.SIGINT else exitcodes.PREEMPTED
+                return exitcodes.STOPPED[status_of(self.signum)]
             self.proc = subprocess.Popen([sys.executable, "-m", "normlab.train", *job], preexec_fn=job_process_setup)
             rc = self.proc.wait()
             self.proc = None

@@ -33,8 +33,9 @@ from . import exitcodes
 from .config import CONFIGS, same_experiment
 from .errors import ConfigError
 from .runlock import RunLock, RunLocked
-from .trialjob import TrialJob
 from .commands import version_text
+from .stopsignals import status_of
+from .trialjob import TrialJob
 
 SEARCHES = CONFIGS / "hparams_search"
 
@@ -147,11 +148,12 @@ def trial_value(run_dir: Optional[str]) -> tuple[Optional[str], Optional[float]]
     return summary.get("status"), None if math.isnan(value) else value
 
 
-def best_of(study) -> Optional[tuple]:
-    """(trial, value) of the best completed run among the study's trials, read from the summaries."""
+def best_of(study, results: dict) -> Optional[tuple]:
+    """(trial, value) of the best completed run among the study's trials; ``results`` maps a trial
+    number to its run's (status, objective), read once from the summaries by write_table."""
     maximize = study.direction.name == "MAXIMIZE"
-    done = [(t, v) for t in study.get_trials(deepcopy=False) for status, v in [trial_value(t.user_attrs.get("run_dir"))]
-            if status == "completed" and v is not None]
+    done = [(t, results[t.number][1]) for t in study.get_trials(deepcopy=False)
+            if results[t.number][0] == "completed" and results[t.number][1] is not None]
     # a stale trial and the one that resumed it share a run: name the one that finished it
     return max(done, key=lambda tv: (tv[1] if maximize else -tv[1], not tv[0].user_attrs.get("stale"))) if done else None
 
@@ -160,14 +162,16 @@ def write_table(study, path: Path) -> None:
     params = study.user_attrs.get("params", [])
     rows = ["| trial | state | " + " | ".join(params) + " | run status | objective | run |",
             "|---" * (len(params) + 5) + "|"]
-    for t in study.get_trials(deepcopy=False):
+    trials = study.get_trials(deepcopy=False)
+    results = {t.number: trial_value(t.user_attrs.get("run_dir")) for t in trials}
+    for t in trials:
         values = [str(t.user_attrs.get("used", {}).get(k, t.params.get(k, ""))) for k in params]
         state = "stale (stopped; re-queued)" if t.user_attrs.get("stale") else t.state.name.lower()
-        status, value = trial_value(t.user_attrs.get("run_dir"))
+        status, value = results[t.number]
         shown = "" if value is None else f"{value:.4f}"
         rows.append(f"| {t.number} | {state} | " + " | ".join(values)
                     + f" | {status or ''} | {shown} | {t.user_attrs.get('run_dir', '')} |")
-    best = best_of(study)
+    best = best_of(study, results)
     if best:
         b, value = best
         rows += ["", f"Best: trial {b.number}, objective {value:.4f} ({study.user_attrs['direction']}), "
@@ -230,7 +234,7 @@ def main(argv=None) -> int:
             trial.set_user_attr("run_dir", str(run_dir))
             print(f"[normlab-tune] trial {trial.number}: {' '.join(f'{k}={v}' for k, v in used.items())}", flush=True)
             rc = runner.run(job, run_dir)
-            if rc in (exitcodes.PREEMPTED, exitcodes.INTERRUPTED):   # stopped with a checkpoint
+            if rc in exitcodes.STOPPED.values():   # stopped with a checkpoint
                 requeue(study, study.get_trials(deepcopy=False)[trial.number])
                 break
             status, value = trial_value(str(run_dir))
@@ -243,7 +247,7 @@ def main(argv=None) -> int:
         write_table(study, table)
     print(table.read_text())
     if runner.signum is not None:
-        code = exitcodes.INTERRUPTED if runner.signum == signal.SIGINT else exitcodes.PREEMPTED
+        code = exitcodes.STOPPED[status_of(runner.signum)]
         print(f"[normlab-tune] stopped by {signal.Signals(runner.signum).name}: run the same command again to "
               "resume the search (the stopped trial resumes from its checkpoint)", file=sys.stderr)
         return code

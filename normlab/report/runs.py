@@ -14,6 +14,7 @@ from typing import Iterable, Optional
 
 import yaml
 
+from ..exitcodes import STOPPED
 from ..rundir import atomic_write_bytes, read_curves
 
 FINAL = ("completed", "diverged")
@@ -60,7 +61,7 @@ class Run:
         """completed | diverged | failed, or "incomplete" for a run without a final summary (in
         progress, killed, preempted or interrupted: it resumes when its command runs again)."""
         status = self.summary.get("status", "incomplete") if self.summary else "incomplete"
-        return "incomplete" if status in ("preempted", "interrupted") else status
+        return "incomplete" if status in STOPPED else status
 
     @property
     def norm_options(self) -> dict:

@@ -33,7 +33,7 @@ from ..progress import eta_line
 from ..report.runs import FINAL
 
 EXIT_LOCKED = exitcodes.LOCKED
-STOPPED_EXITS = (exitcodes.PREEMPTED, exitcodes.INTERRUPTED, -signal.SIGTERM)  # checkpoint written
+STOPPED_EXITS = (*exitcodes.STOPPED.values(), -signal.SIGTERM)  # a checkpoint was written
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 KEEP = ("best.pt", "last.pt")   # the first that exists is kept
 POLL_S = 0.5
