@@ -13,6 +13,8 @@ from . import __version__
 COMMANDS = (
     ("normlab-train", "normlab.train:main", "train one (task, norm, scale, seed) job, or a --multirun sweep"),
     ("normlab-tune", "normlab.tune:cli", "an Optuna search over any config keys, one normlab-train job per trial"),
+    ("normlab-eval", "normlab.evaluate:main", "re-compute a trained run's metrics from a checkpoint; translate a test set"),
+    ("normlab-export", "normlab.export:main", "a trained model that loads without normlab's training code"),
     ("normlab-report", "normlab.report.cli:main", "tables, findings and figures from run directories"),
     ("normlab-wandb-dashboard", "normlab.integrations.wandb_dashboard:main",
      "the paper's panels as a wandb Report, built in code"),

@@ -18,7 +18,7 @@ def test_the_listed_commands_are_the_installed_entry_points():
     assert {name: entry for name, entry, _ in COMMANDS} == scripts
 
 
-@pytest.mark.parametrize("module", ["normlab.train", "normlab.tune", "normlab.report.cli",
+@pytest.mark.parametrize("module", ["normlab.train", "normlab.tune", "normlab.evaluate", "normlab.export", "normlab.report.cli",
                                     "normlab.integrations.wandb_dashboard"])
 def test_version_names_normlab_torch_and_hydra(module):
     out = subprocess.run([sys.executable, "-m", module, "--version"], cwd=REPO, capture_output=True, text=True,

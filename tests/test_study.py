@@ -94,6 +94,7 @@ def completions(root: Path) -> dict:
     return done
 
 
+@pytest.mark.slow   # make test-slow: about 2 minutes
 def test_fixed_study_in_slices_stopped_by_signals_and_budget(clone, data_dir, tmp_path):
     root = tmp_path / "runs"
     args = ["--scale", "smoke", "--tasks", "synthetic_cls,rt", "--norms", "layernorm,layernorm_simple",

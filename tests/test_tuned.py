@@ -57,6 +57,7 @@ def tuned(args, cwd, data_dir):
                           capture_output=True, text=True, timeout=900)
 
 
+@pytest.mark.slow   # make test-slow: about 80 s
 def test_tuned_comparison_end_to_end_and_continued_from_copies(tmp_path, data_dir):
     args = ["--scale", "smoke", "--tasks", "synthetic_cls", "--norms", "layernorm,layernorm_simple",
             "--selection-seeds", "1", "--evaluation-seeds", "2", "--jobs", "2", "--root", str(tmp_path / "runs"),

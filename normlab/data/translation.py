@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 from ..errors import DataError
 from .bpe import learn_cached
@@ -130,6 +131,7 @@ class Corpus:
     splits: dict[str, tuple[Ragged, Ragged]]   # split -> (source ids, target ids), each ending in </s>
     refs: dict[str, list[str]]                 # tokenized target lines: what BLEU is computed on
     info: dict
+    bpe_codes: Optional[str] = None            # learned joint BPE merges (to_codes), when learned here
 
 
 def _vocab_from(pieces: list[list[list[str]]]) -> list[str]:
@@ -143,13 +145,14 @@ def _vocab_from(pieces: list[list[list[str]]]) -> list[str]:
 
 
 def _segment(root: Path, d, chosen: dict, text: dict, limit: dict, files: list, name: str,
-             cache_dir: Path, how: str) -> tuple[dict, list[str], list[str], str]:
-    """(pieces per split and side, source vocab, target vocab, a description of the segmentation)."""
+             cache_dir: Path, how: str) -> tuple[dict, list[str], list[str], str, Optional[str]]:
+    """(pieces per split and side, source vocab, target vocab, a description of the segmentation,
+    the BPE codes when they were learned here)."""
     kind = d.get("vocab", "bpe")
     if kind == "word":  # the release's own word vocabularies (Luong & Manning 2015), separate per side
         sv, tv = read_vocab_file(root / f"vocab.{d.src}"), read_vocab_file(root / f"vocab.{d.tgt}")
         pieces = {s: ([ln.split() for ln in a], [ln.split() for ln in b]) for s, (a, b) in text.items()}
-        return pieces, [PAD] + sv, [PAD] + tv, f"word vocabularies vocab.{d.src}/vocab.{d.tgt}"
+        return pieces, [PAD] + sv, [PAD] + tv, f"word vocabularies vocab.{d.src}/vocab.{d.tgt}", None
     if kind != "bpe":
         raise DataError(f"task.data.vocab must be 'bpe' or 'word', got {kind!r}")
     b = d.bpe
@@ -158,6 +161,7 @@ def _segment(root: Path, d, chosen: dict, text: dict, limit: dict, files: list, 
     bpe_files = [root / f"{parse_stem(chosen[s])[0]}.{lang}" for s in chosen for lang in (d.src, d.tgt)]
     use_files = b.source == "files" or (b.source == "auto" and d.layout == "fairseq" and not any(limit.values())
                                         and all(p.is_file() for p in bpe_files))
+    codes = None
     if use_files:  # fairseq's own BPE'd files: exactly its subword-nmt segmentation and dictionary
         pieces = {}
         for s in text:
@@ -173,10 +177,11 @@ def _segment(root: Path, d, chosen: dict, text: dict, limit: dict, files: list, 
                            extra={"splits": chosen, "limit": limit})
         pieces = {s: (bpe.encode(a), bpe.encode(c)) for s, (a, c) in text.items()}
         desc = f"joint BPE learned on train with tokenizers ({len(bpe):,} merges)"
+        codes = bpe.to_codes()
     if d.get("share_vocab", True):
         joint = _vocab_from([pieces["train"][0], pieces["train"][1]])
-        return pieces, joint, joint, desc
-    return pieces, _vocab_from([pieces["train"][0]]), _vocab_from([pieces["train"][1]]), desc
+        return pieces, joint, joint, desc, codes
+    return pieces, _vocab_from([pieces["train"][0]]), _vocab_from([pieces["train"][1]]), desc, codes
 
 
 def _build(root: Path, d, chosen: dict, note, files: list, name: str, cache_dir: Path, how: str) -> dict:
@@ -185,10 +190,10 @@ def _build(root: Path, d, chosen: dict, note, files: list, name: str, cache_dir:
     for s, n in limit.items():  # a cap above the split's size is a mistake, not "all"
         check_cap(n, f"task.data.limit.{s}", len(text[s][0]), f"{s} pairs of {chosen[s]!r}")
         text[s] = (text[s][0][:n], text[s][1][:n])
-    pieces, svocab, tvocab, desc = _segment(root, d, chosen, text, limit, files, name, cache_dir, how)
+    pieces, svocab, tvocab, desc, codes = _segment(root, d, chosen, text, limit, files, name, cache_dir, how)
     sv, tv = Vocab(svocab), Vocab(tvocab)
     out = {"src_vocab": svocab, "tgt_vocab": tvocab, "note": note, "kind": desc, "dropped": 0,
-           "limit": limit}
+           "limit": limit, "bpe_codes": codes}
     for s, (a, c) in pieces.items():
         keep = list(range(len(a)))
         if s == "train":  # an empty side teaches nothing; fairseq's cleaned train split has none
@@ -225,7 +230,8 @@ def load_corpus(root: Path, d, name: str, cache_dir: Path, how: str) -> Corpus:
     info = {"source": "real", "subset": subset, "segmentation": data["kind"], "splits": chosen,
             "sizes": {s: len(v[0]) for s, v in splits.items()}, "train_pairs_dropped_empty": data["dropped"],
             "vocab": {"src": len(data["src_vocab"]), "tgt": len(data["tgt_vocab"])}}
-    return Corpus(Vocab(data["src_vocab"]), Vocab(data["tgt_vocab"]), splits, refs, info)
+    # caches written before the codes were kept lack them: the export then says so
+    return Corpus(Vocab(data["src_vocab"]), Vocab(data["tgt_vocab"]), splits, refs, info, data.get("bpe_codes"))
 
 
 def _plain(d) -> dict:

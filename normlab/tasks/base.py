@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..errors import ConfigError
+from ..models import spec as model_specs
 from ..models.transformer import NormFactory
 from ..progress import bar
 
@@ -53,9 +54,24 @@ class Task(ABC):
         """Read (or load from cache) the data; raise DataError naming the file on bad input."""
         ...
 
-    @abstractmethod
+    def model_spec(self) -> dict:
+        """The model this task trains as data (``normlab.models.spec.spec``): what
+        ``build_model`` builds and what ``normlab-export`` writes to model.json. Call after setup."""
+        raise NotImplementedError(f"task {self.name} builds its model in code only (no model_spec): it trains, "
+                                  "but normlab-export cannot describe it")
+
     def build_model(self, norm: NormFactory) -> nn.Module:
-        ...
+        return model_specs.build(self.model_spec(), norm)
+
+    def example_inputs(self, n: int = 8) -> tuple:
+        """The positional inputs of the model's forward for the first ``n`` test examples (what an
+        export is checked and traced on)."""
+        raise NotImplementedError(f"task {self.name} does not say what its model's inputs are")
+
+    def export_files(self, folder: Path) -> dict[str, str]:
+        """Write what the model needs beside its weights to turn raw input into ids (vocabularies,
+        BPE codes, preprocessing constants) into ``folder``; returns {file name: what it holds}."""
+        return {}
 
     @abstractmethod
     def train_batches(self, epoch: int, seed: int) -> Sequence[Any]:

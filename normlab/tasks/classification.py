@@ -1,19 +1,24 @@
 """Text classification (RT, SST-2, IMDB, and a generated demo task) with a Transformer encoder."""
 from __future__ import annotations
 
+import json
+
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from ..data import classification as readers
 from ..data.batching import LazyBatches, bucket_batches, epoch_generator, pad
 from ..data.cache import cached
 from ..data.subset import check_cap, seeded_subset
 from ..data.text import Ragged, Vocab, tokenize
-from ..models.classifier import TransformerClassifier
-from ..models.transformer import NormFactory, TransformerConfig
+from ..models.spec import spec
+from ..models.transformer import TransformerConfig
 from ..errors import DataError
 from .base import Task, classification_eval
+
+TOKENIZER = ("lowercase; IMDB's <br /> tags become spaces; tokens are the matches of the regular expression "
+             "[a-z0-9]+(?:'[a-z]+)?|[^\\sa-z0-9]; inputs longer than max_len tokens are cut (labels.json); "
+             "pad a batch with <pad>")
 
 
 class ClassificationTask(Task):
@@ -70,11 +75,11 @@ class ClassificationTask(Task):
         if limit:  # what the cap chose from
             self.data_info["train_available"] = int(data["train_available"])
 
-    def build_model(self, norm: NormFactory) -> nn.Module:
+    def model_spec(self) -> dict:
         m = dict(self.cfg.model)
         max_positions = m.pop("max_positions", 1024)
-        return TransformerClassifier(len(self.vocab), self.classes, self.vocab.pad, TransformerConfig(**m),
-                                     norm, max_positions)
+        return spec("TransformerClassifier", vocab=len(self.vocab), classes=self.classes, pad=self.vocab.pad,
+                    cfg=TransformerConfig(**m), max_positions=max_positions)
 
     def _batches(self, split: str, generator=None) -> LazyBatches:
         seqs, labels = self.splits[split]
@@ -88,6 +93,18 @@ class ClassificationTask(Task):
 
     def train_batches(self, epoch: int, seed: int):
         return self._batches("train", epoch_generator(seed, epoch))
+
+    def example_inputs(self, n: int = 8) -> tuple:
+        return (self._batches("test")[0][0][:n],)
+
+    def export_files(self, folder):
+        (folder / "vocab.txt").write_text("\n".join(self.vocab.itos) + "\n")
+        note = {"classes": self.classes, "max_len": int(self.cfg.data.max_len),
+                "ids": "class ids as the task's reader assigns them (normlab/data/classification.py)"}
+        (folder / "labels.json").write_text(json.dumps(note) + "\n")
+        return {"vocab.txt": f"the {len(self.vocab):,} tokens, one per line, line i = id i (<pad> {self.vocab.pad}, "
+                             f"<unk> {self.vocab.unk}); the tokenizer: {TOKENIZER}",
+                "labels.json": "the number of classes and the longest input"}
 
     def loss(self, model, batch):
         tokens, labels = batch

@@ -13,6 +13,7 @@ than Transformer-XL's evaluation with a 2,100-byte memory would give the same mo
 """
 from __future__ import annotations
 
+import json
 import math
 
 import torch
@@ -22,8 +23,8 @@ from ..errors import ConfigError
 from ..data import enwik8
 from ..data.batching import LazyBatches, epoch_generator
 from ..data.subset import check_cap
-from ..models.lm import TransformerLM
-from ..models.transformer import NormFactory, TransformerConfig
+from ..models.spec import spec
+from ..models.transformer import TransformerConfig
 from ..progress import bar
 from .base import Task
 
@@ -73,10 +74,10 @@ class Enwik8Task(Task):
         if train_cap:  # what the cap chose from
             self.data_info["train_available"] = available
 
-    def build_model(self, norm: NormFactory) -> torch.nn.Module:
+    def model_spec(self) -> dict:
         m = dict(self.cfg.model)
         max_positions = m.pop("max_positions", 1024)
-        return TransformerLM(VOCAB, TransformerConfig(**m), norm, max_positions)
+        return spec("TransformerLM", vocab=VOCAB, cfg=TransformerConfig(**m), max_positions=max_positions)
 
     def _window(self, starts: torch.Tensor, length: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Windows reading bytes a .. a+length: (inputs, targets), each (B, length) int64."""
@@ -92,6 +93,13 @@ class Enwik8Task(Task):
         starts = enwik8.train_starts(self.train_end, L, offset)
         starts = starts[torch.randperm(len(starts), generator=g)]
         return LazyBatches(list(starts.split(int(d.batch_size))), lambda b: self._window(b, L))
+
+    def example_inputs(self, n: int = 8) -> tuple:
+        return (self.eval_batches("test")[0][0][:n],)
+
+    def export_files(self, folder):
+        (folder / "vocab.json").write_text(json.dumps({"tokens": "bytes", "size": VOCAB}) + "\n")
+        return {"vocab.json": f"token id = byte value (0-{VOCAB - 1}); the input is the raw file's bytes"}
 
     def eval_batches(self, split: str) -> LazyBatches:
         """Batches of (inputs, targets) whose targets, in order, are exactly the split's bytes."""

@@ -5,6 +5,8 @@ mean and std (0.1307, 0.3081, the usual MNIST constants; recomputed by the tests
 """
 from __future__ import annotations
 
+import json
+
 import torch
 import torch.nn.functional as F
 
@@ -13,8 +15,7 @@ from ..data import mnist
 from ..data.batching import LazyBatches, epoch_generator
 from ..data.cache import cached
 from ..data.subset import check_cap, seeded_subset
-from ..models.cnn import MNISTCNN
-from ..models.transformer import NormFactory
+from ..models.spec import spec
 from .base import Task, classification_eval
 
 MEAN, STD = 0.1307, 0.3081
@@ -64,9 +65,9 @@ class MNISTTask(Task):
         if limit:  # what the cap chose from
             self.data_info["train_available"] = n_train
 
-    def build_model(self, norm: NormFactory) -> torch.nn.Module:
+    def model_spec(self) -> dict:
         m = self.cfg.model
-        return MNISTCNN(norm, tuple(m.channels), int(m.kernel), float(m.dropout))
+        return spec("MNISTCNN", channels=[int(c) for c in m.channels], kernel=int(m.kernel), dropout=float(m.dropout))
 
     def _batches(self, split: str, batch_size: int, generator=None) -> LazyBatches:
         images, labels = self.splits[split]
@@ -74,6 +75,14 @@ class MNISTTask(Task):
         order = torch.randperm(n, generator=generator) if generator is not None else torch.arange(n)
         return LazyBatches(list(order.split(batch_size)),
                            lambda b: ((images[b].float().unsqueeze(1) / 255.0 - MEAN) / STD, labels[b]))
+
+    def example_inputs(self, n: int = 8) -> tuple:
+        return (self._batches("test", n)[0][0],)
+
+    def export_files(self, folder):
+        (folder / "preprocessing.json").write_text(json.dumps({"input": "(B, 1, 28, 28) float", "scale": "pixel / 255",
+                                                               "mean": MEAN, "std": STD}) + "\n")
+        return {"preprocessing.json": "(pixel / 255 - mean) / std, the images as (B, 1, 28, 28)"}
 
     def train_batches(self, epoch: int, seed: int):
         return self._batches("train", int(self.cfg.data.batch_size), epoch_generator(seed, epoch))

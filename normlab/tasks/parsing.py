@@ -13,6 +13,7 @@ the data has labels), punctuation tokens (ptb.PUNCT_TAGS, by gold tag) excluded.
 """
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from pathlib import Path
@@ -28,7 +29,7 @@ from ..data.cache import cached
 from ..data.text import Ragged
 from ..data.transitions import N_LABEL_FEATS, N_WORD_FEATS, Configuration, oracle_examples
 from ..models.parser import MLPParser
-from ..models.transformer import NormFactory
+from ..models.spec import spec
 from ..rundir import atomic_write_bytes
 from ..errors import DataError
 from ..progress import bar
@@ -135,9 +136,10 @@ class PTBParsingTask(Task):
         return out
 
     # --- model and training ----------------------------------------------------------------------
-    def build_model(self, norm: NormFactory) -> MLPParser:
-        return MLPParser(len(self.words), len(self.tags), len(self.label_names), norm, labeled=self.labeled,
-                         n_word_feats=N_WORD_FEATS, n_label_feats=N_LABEL_FEATS, **dict(self.cfg.model))
+    def model_spec(self) -> dict:
+        return spec("MLPParser", n_words=len(self.words), n_tags=len(self.tags), n_labels=len(self.label_names),
+                    labeled=self.labeled, n_word_feats=N_WORD_FEATS, n_label_feats=N_LABEL_FEATS,
+                    **dict(self.cfg.model))
 
     def _examples(self, split: str, generator=None, batch_size: int = 0) -> LazyBatches:
         sp = self.splits[split]
@@ -148,6 +150,20 @@ class PTBParsingTask(Task):
 
     def train_batches(self, epoch: int, seed: int):
         return self._examples("train", epoch_generator(seed, epoch))
+
+    def example_inputs(self, n: int = 8) -> tuple:
+        return (self._examples("test", batch_size=n)[0][0],)
+
+    def export_files(self, folder):
+        files = {"words.txt": self.words, "tags.txt": self.tags, "labels.txt": self.label_names}
+        for name, itos in files.items():
+            (folder / name).write_text("\n".join(map(str, itos)) + "\n")
+        features = {"word_and_tag_features": N_WORD_FEATS, "label_features": N_LABEL_FEATS,
+                    "what": "features of an arc-standard configuration (Chen & Manning 2014), as "
+                            "normlab/data/transitions.py extracts them; the output scores the transitions"}
+        (folder / "features.json").write_text(json.dumps(features) + "\n")
+        return {"words.txt": "word ids, line i = id i", "tags.txt": "POS tag ids", "labels.txt": "arc label ids",
+                "features.json": "the input features and what the output scores"}
 
     def loss(self, model, batch):
         feats, gold = batch

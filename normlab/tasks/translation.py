@@ -27,8 +27,8 @@ from ..data.batching import LazyBatches, bucket_batches, epoch_generator, pad
 from ..data.bpe import remove_bpe
 from ..data.subset import check_cap
 from ..data.translation import EOS, load_corpus
-from ..models.seq2seq import TransformerSeq2Seq
-from ..models.transformer import NormFactory, TransformerConfig
+from ..models.spec import spec
+from ..models.transformer import TransformerConfig
 from ..rundir import atomic_write_bytes
 from ..search import SearchConfig, decode
 from ..errors import DataError
@@ -99,11 +99,11 @@ class TranslationTask(Task):
         else:
             self.train_index = torch.arange(len(self.corpus.splits["train"][0]))
 
-    def build_model(self, norm: NormFactory) -> TransformerSeq2Seq:
+    def model_spec(self) -> dict:
         m = dict(self.cfg.model)
         extra = {k: m.pop(k) for k in MODEL_KEYS if k in m}
-        return TransformerSeq2Seq(len(self.corpus.src_vocab), len(self.corpus.tgt_vocab), self.pad, self.eos,
-                                  TransformerConfig(**m), norm, **extra)
+        return spec("TransformerSeq2Seq", src_vocab=len(self.corpus.src_vocab), tgt_vocab=len(self.corpus.tgt_vocab),
+                    pad=self.pad, eos=self.eos, cfg=TransformerConfig(**m), **extra)
 
     # --- batches -------------------------------------------------------------------------------
     def _collate(self, split: str, idx: torch.Tensor):
@@ -117,6 +117,27 @@ class TranslationTask(Task):
     def _lengths(self, split: str, index: torch.Tensor) -> torch.Tensor:
         src, tgt = self.corpus.splits[split]
         return torch.maximum(src.lengths(), tgt.lengths())[index]
+
+    def example_inputs(self, n: int = 8) -> tuple:
+        src, prev, _ = self._eval_batches("test")[0]
+        return src[:n], prev[:n]
+
+    def export_files(self, folder):
+        sv, tv = self.corpus.src_vocab, self.corpus.tgt_vocab
+        (folder / "src_vocab.txt").write_text("\n".join(sv.itos) + "\n")
+        (folder / "tgt_vocab.txt").write_text("\n".join(tv.itos) + "\n")
+        files = {"src_vocab.txt": f"source pieces, line i = id i (<pad> {self.pad}, </s> {self.eos}, which also "
+                                  "starts decoding)", "tgt_vocab.txt": "target pieces"}
+        if self.corpus.bpe_codes:
+            (folder / "bpe.codes").write_text(self.corpus.bpe_codes)
+            files["bpe.codes"] = ("the joint BPE merges (subword-nmt format, '</w>' ends a word), applied to "
+                                  "Moses-tokenized text; '@@ ' joins the pieces of a word in the output")
+        elif self.bpe:
+            (folder / "segmentation.txt").write_text(
+                f"{self.data_info.get('segmentation')}: the BPE codes are not in this export (fairseq's BPE'd files, "
+                "or a data cache written before normlab kept the codes); segment input with the same codes\n")
+            files["segmentation.txt"] = "how the input was segmented, where the codes are not included"
+        return files
 
     def train_batches(self, epoch: int, seed: int):
         idx = self.train_index
@@ -181,18 +202,23 @@ class TranslationTask(Task):
         return out
 
     def test(self, model, run_dir: Path):
-        out = self.evaluate(model, "test")
+        return {**self.evaluate(model, "test"), **self.generate(model, "test", Path(run_dir))}
+
+    def generate(self, model, split: str, out_dir: Path) -> dict:
+        """Decode ``split`` as task.eval says (beam, lenpen, lengths), write the hypotheses and
+        references, tokenized and detokenized, as ``<split>.{hyp,ref}[.detok].txt`` in ``out_dir``,
+        and score them both ways, each BLEU with its sacreBLEU signature."""
         t0 = time.perf_counter()
         search = self._search()
-        hyps = self.translate(model, "test", search)
+        hyps = self.translate(model, split, search)
         seconds = time.perf_counter() - t0
-        refs, e, lang = self.corpus.refs["test"], self.cfg.eval, self.cfg.data.tgt
+        refs, e, lang = self.corpus.refs[split], self.cfg.eval, self.cfg.data.tgt
         tok, tok_sig = tokenized_bleu(hyps, refs, e.lowercase)
-        detok_hyps = detokenize(hyps, lang)
-        det, det_sig = detok_bleu(detok_hyps, detokenize(refs, lang), e.lowercase)
-        for name, lines in (("test.hyp.txt", hyps), ("test.ref.txt", refs), ("test.hyp.detok.txt", detok_hyps)):
-            atomic_write_bytes(Path(run_dir) / name, ("\n".join(lines) + "\n").encode())
-        return {**out, "bleu": tok.score, "bleu_signature": tok_sig, "sacrebleu": det.score,
+        detok_hyps, detok_refs = detokenize(hyps, lang), detokenize(refs, lang)
+        det, det_sig = detok_bleu(detok_hyps, detok_refs, e.lowercase)
+        for kind, lines in (("hyp", hyps), ("ref", refs), ("hyp.detok", detok_hyps), ("ref.detok", detok_refs)):
+            atomic_write_bytes(out_dir / f"{split}.{kind}.txt", ("\n".join(lines) + "\n").encode())
+        return {"bleu": tok.score, "bleu_signature": tok_sig, "sacrebleu": det.score,
                 "sacrebleu_signature": f"{det_sig} (references Moses-detokenized)",
                 "bleu_precisions": "/".join(f"{p:.1f}" for p in tok.precisions), "bleu_bp": round(tok.bp, 4),
                 "decode": f"beam={search.beam} lenpen={search.lenpen} max_len=min({search.max_len_a}*src+"
