@@ -6,6 +6,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from helpers import REPO, TEST_CACHE
 from test_reproduce import reproduce
 from normlab.report.runs import Run
