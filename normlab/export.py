@@ -32,7 +32,7 @@ From `{run_dir}` ({checkpoint}, step {step}); metric `{metric}`. Files:
 ```python
 import torch
 model = torch.export.load("{folder}/model.pt2").module()
-example = torch.load("{folder}/example.pt")
+example = torch.load("{folder}/example.pt", weights_only=True)
 print((model(*example["inputs"]) - example["outputs"]).abs().max())
 ```
 
@@ -44,7 +44,7 @@ print((model(*example["inputs"]) - example["outputs"]).abs().max())
 import torch
 from normlab.models.spec import load_export
 model = load_export("{folder}")            # eval mode; impl="reference" skips the native kernels
-example = torch.load("{folder}/example.pt")
+example = torch.load("{folder}/example.pt", weights_only=True)
 print((model(*example["inputs"]) - example["outputs"]).abs().max())
 ```
 

@@ -27,7 +27,7 @@ class Block(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, Block())
 import torch
 folder = sys.argv[1]
-example = torch.load(f"{folder}/example.pt")
+example = torch.load(f"{folder}/example.pt", weights_only=True)
 inputs = example["inputs"]
 result = {}
 # torch alone first: normlab is not imported at all
@@ -67,7 +67,7 @@ def test_export_reproduces_the_checkpoint_without_training_code(smoke_runs, key,
     inputs = tuple(r.task.example_inputs(8))
     with torch.no_grad():
         expected = r.model(*inputs)
-    example = torch.load(folder / "example.pt")
+    example = torch.load(folder / "example.pt", weights_only=True)
     assert all(torch.equal(a, b) for a, b in zip(example["inputs"], inputs))
     assert "file" in meta["program"], meta["program"]  # every task's model traces today
     module = load_fresh(folder)
