@@ -76,9 +76,10 @@ def compare(new: dict, old) -> str:
 def evaluate_run(run_dir: Path, args, overrides) -> list[dict]:
     import torch
 
-    from .restore import changes_numbers, read_config, restore
+    from .restore import changes_numbers, restore
+    from .rundir import remove_empty_dirs
     r = restore(run_dir, args.checkpoint, overrides)
-    reference = not changes_numbers(overrides, read_config(run_dir))
+    reference = not changes_numbers(overrides, r.recorded)
     task = r.task
     decodes = hasattr(task, "generate")
     out_dir = Path(args.results_path) / _label(run_dir) if args.results_path else run_dir / "eval" / (
@@ -98,8 +99,11 @@ def evaluate_run(run_dir: Path, args, overrides) -> list[dict]:
             rows.append({"run": str(run_dir), "task": r.job.task.name, "norm": r.job.norm.name, "seed": r.job.seed,
                          "checkpoint": str(r.checkpoint), "step": r.step, "split": split, "metric": task.metric,
                          "value": metrics.get(task.metric), "loss": metrics.get("loss"), "metrics": metrics,
-                         "recorded": old or {}, "matches_recorded": compare(metrics, old),
-                         "outputs": str(out_dir) if out_dir.exists() else None})
+                         "recorded": old or {}, "matches_recorded": compare(metrics, old)})
+    # a task whose test writes no files leaves no folder behind
+    remove_empty_dirs(out_dir, Path(args.results_path) if args.results_path else run_dir)
+    for row in rows:
+        row["outputs"] = str(out_dir) if out_dir.exists() else None
     return rows
 
 

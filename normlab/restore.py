@@ -132,6 +132,7 @@ class Restored:
     checkpoint: Path
     step: int
     device: torch.device
+    recorded: dict           # config.yaml as the run wrote it, before the overrides
 
 
 def restore(run_dir: Path, which: str = "best", overrides: Sequence[tuple[str, Any]] = (),
@@ -142,7 +143,8 @@ def restore(run_dir: Path, which: str = "best", overrides: Sequence[tuple[str, A
     from .tasks import get_task_class
 
     run_dir = Path(run_dir)
-    config = default_paths(apply(read_config(run_dir), overrides, run_dir), overrides)
+    recorded = read_config(run_dir)
+    config = default_paths(apply(recorded, overrides, run_dir), overrides)
     job = load_job(OmegaConf.create(config))
     path = checkpoint_file(run_dir, which)
     state, step = load_weights(path)
@@ -158,4 +160,4 @@ def restore(run_dir: Path, which: str = "best", overrides: Sequence[tuple[str, A
     except RuntimeError as e:
         raise CheckpointError(f"{path}: its weights do not fit the model of {run_dir / 'config.yaml'} "
                               f"({str(e).splitlines()[0][:200]})") from None
-    return Restored(run_dir, job, task, model.to(dev).eval(), path, step, dev)
+    return Restored(run_dir, job, task, model.to(dev).eval(), path, step, dev, recorded)

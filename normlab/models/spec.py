@@ -27,19 +27,22 @@ CLASSES = {
 }
 
 
+def _known(name: str) -> str:
+    if name not in CLASSES:
+        raise ValueError(f"unknown model class {name!r}; known: {', '.join(CLASSES)}")
+    return name
+
+
 def spec(cls: str, **kwargs: Any) -> dict:
     """{"class": name, "kwargs": plain data}; a TransformerConfig becomes a dict under its key."""
-    if cls not in CLASSES:
-        raise ValueError(f"unknown model class {cls!r}; known: {', '.join(CLASSES)}")
+    _known(cls)
     plain = {k: dataclasses.asdict(v) if isinstance(v, TransformerConfig) else v for k, v in kwargs.items()}
     return {"class": cls, "kwargs": plain}
 
 
 def build(model_spec: dict, norm: NormFactory) -> torch.nn.Module:
     """The model of ``model_spec`` with freshly initialized weights, its norms made by ``norm``."""
-    name = model_spec["class"]
-    if name not in CLASSES:
-        raise ValueError(f"unknown model class {name!r}; known: {', '.join(CLASSES)}")
+    name = _known(model_spec["class"])
     cls = getattr(importlib.import_module(CLASSES[name]), name)
     kwargs = dict(model_spec["kwargs"])
     if "cfg" in kwargs:
