@@ -15,7 +15,7 @@ SEED ?= 1
 # normlab's one default data folder, as in normlab/configs/paths/default.yaml: ./data
 export NORMLAB_DATA ?= $(abspath data)
 
-.PHONY: help install demo test test-slow train sweep reproduce-table reproduce-tuned reproduce-prenorm grid-start grid-status grid-stop gpu-wheels bench clean fairseq-env test-fairseq compare-fairseq
+.PHONY: help install demo test test-slow test-hydra train sweep reproduce-table reproduce-tuned reproduce-prenorm grid-start grid-status grid-stop gpu-wheels bench clean fairseq-env test-fairseq compare-fairseq
 
 help:  ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -41,6 +41,9 @@ test: $(PY)  ## run the test suite (real data from NORMLAB_DATA, default ./data)
 
 test-slow: $(PY)  ## run only the slow tests (longer end-to-end runs)
 	$(PY) -m pytest -q -m slow
+
+test-hydra: $(PY)  ## Hydra's own sweeper/launcher tests, against the basic sweeper and against normlab's
+	PYTHON=$(abspath $(PY)) scripts/test_hydra.sh
 
 train: $(PY)  ## one job: make train TASK=rt NORM=adanorm SEED=1 SCALE=mini
 	$(VENV)/bin/normlab-train task=$(TASK) norm=$(NORM) seed=$(SEED) scale=$(SCALE)

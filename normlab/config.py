@@ -10,21 +10,19 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import MISSING, dataclass, field, fields
-from pathlib import Path
 from typing import List, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
 from . import accel
+from .config_keys import CONFIGS, RUNTIME_KEYS
 from .errors import ConfigError
 from .norms import norm_factory
 from .schedule import SCHEDULES
 
-# Inside the package, so a wheel (`pip install .`) carries the configs with the code.
-CONFIGS = Path(__file__).resolve().parent / "configs"
-
-__all__ = ["CONFIGS", "ConfigError", "Job", "TrainConfig", "load_job", "train_config", "same_experiment"]
+__all__ = ["CONFIGS", "RUNTIME_KEYS", "ConfigError", "Job", "TrainConfig", "load_job", "train_config",
+           "same_experiment"]
 
 
 @dataclass
@@ -195,11 +193,6 @@ def load_job(cfg: DictConfig, overrides: Optional[list[str]] = None) -> Job:
     job_cfg = OmegaConf.create(config)
     OmegaConf.set_readonly(job_cfg, True)
     return Job(job_cfg, config, train, varied(config))
-
-
-# Keys that may differ between an interrupted run and its resumption.
-# seed_role labels a run for the reports (normlab.study.roles); it changes nothing it computes.
-RUNTIME_KEYS = ("paths", "logger", "device", "progress", "threads", "compile", "seed_role", "resume")
 
 
 # Keys added after runs were already on disk, with the value that does what the code did before

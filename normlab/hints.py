@@ -8,7 +8,7 @@ from typing import Iterator, Optional
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
-from .config import CONFIGS
+from .config_keys import CONFIGS
 from .norms.registry import norm_options
 
 

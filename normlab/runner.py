@@ -25,7 +25,7 @@ from .config import Job, load_job, same_experiment
 from .consolelog import ConsoleLog
 from .errors import ConfigError, DataError
 from .loggers import make_loggers
-from .norms import norm_factory
+from .norms import native, norm_factory
 from .progress import enable_bars
 from .rundir import (Checkpoints, Curves, atomic_write_bytes, criterion, read_curves, read_json, read_yaml, write_json,
                      write_yaml)
@@ -277,7 +277,10 @@ def _summarise(job, task, trainer, run_dir, status, error, test, previous, start
         "stopped_early": st.stopped_early, "valid": st.last_valid, "test": test,
         "best_valid_score": st.best,
         "best_valid": _valid_at(run_dir, st.best_step) if trainer.dist.main else {},  # rank 0 writes the curves
-        "wall_time_s": previous.get("wall_time_s", 0.0) + time.time() - start,
+        # a first run on a machine may build the native kernels: that is set-up, not this run's time
+        "wall_time_s": (previous.get("wall_time_s", 0.0) + time.time() - start
+                        - native.build_seconds(since=start)),
+        "native_build_s": round(native.build_seconds(since=start), 1),
         "train_time_s": st.train_time,
         "throughput": {f"{task.unit}_per_s": st.units / st.train_time if st.train_time else 0.0},
         "params": sum(p.numel() for p in trainer.module.parameters()), "versions": versions(),

@@ -17,10 +17,10 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from .config import RUNTIME_KEYS
+from .config_keys import RUNTIME_KEYS
 
 DELETED = "~"   # a key of the defaults that the job removed (~key on the command line)
-# The grid keys, the experiment name, and the keys a resumed run may change (config.RUNTIME_KEYS:
+# The grid keys, the experiment name, and the keys a resumed run may change (config_keys.RUNTIME_KEYS:
 # paths, logger, device, progress, threads, compile; compiled == eager is tested).
 EXCLUDED = {"task.name", "norm.name", "scale", "seed", "name", *RUNTIME_KEYS}
 MAX_SEGMENT = 120
@@ -31,7 +31,7 @@ def _defaults_json(task: str, norm: str, scale: str) -> str:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from .config import CONFIGS
+    from .config_keys import CONFIGS
 
     overrides = [f"task={task}", f"norm={norm}", f"scale={scale}"]
     if GlobalHydra.instance().is_initialized():   # inside normlab-train: Hydra's own search path

@@ -1,4 +1,4 @@
-"""GPU speed (issue 15): normlab's training loop against a bare step of the same model, per norm
+"""GPU speed: normlab's training loop against a bare step of the same model, per norm
 and precision, for the IWSLT14 and enwik8 paper models; the norm layers' fwd+bwd against
 torch.nn.LayerNorm; compiled against eager training. Writes results/bench/gpu.md.
 
@@ -38,7 +38,7 @@ from normlab.trainer import Trainer  # noqa: E402
 
 NORMS = ["layernorm", "layernorm_simple", "detachnorm", "detach_mean", "detach_var", "adanorm", "rmsnorm",
          "dyt", "scalenorm", "derf"]
-FULL_SPLIT_FILL = 0.91  # issue 15: bucketing fills ~91% of an 8,192-token budget on the 160K-pair split
+FULL_SPLIT_FILL = 0.91  # measured: bucketing fills ~91% of an 8,192-token budget on the 160K-pair split
 
 
 def compose(task: str, norm: str, quick: bool):

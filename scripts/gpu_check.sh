@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15's GPU measurements in one device call. The GPU machine (Python 3.12, torch with CUDA,
+# The GPU measurements in one device call. The GPU machine (Python 3.12, torch with CUDA,
 # no network) lacks hydra-core, omegaconf, antlr4 and sacremoses: `make gpu-wheels` puts them in
 # .whl/ here (once), and the call carries them:
 #   device run: command "bash scripts/gpu_check.sh", carry [".whl"], timeout_s 600

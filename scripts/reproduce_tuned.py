@@ -4,7 +4,7 @@
     python scripts/reproduce_tuned.py --scale mini --jobs 2 --budget-min 110
     python scripts/reproduce_tuned.py --scale mini --plan
 
-Protocol (normlab/report/tuned.py; the jobs: normlab/report/tuned_grid.py): per task and norm, the
+Protocol (normlab/report/tuned.py; the jobs: normlab/study/tuned_grid.py): per task and norm, the
 selection seed (normlab/configs/study/seeds.yaml: seed 1) at the preset lr and at the factors of
 normlab/configs/hparams_search/lr_grid.yaml (five lrs spanning 8x); the lr with the best
 validation score is chosen (the grid widened by 2x steps, --extend per side, while the best sits
@@ -36,7 +36,7 @@ from normlab import pin  # noqa: E402
 from normlab.report import find_runs  # noqa: E402
 from normlab.report import record as provenance  # noqa: E402
 from normlab.report.tuned import EXTEND, TUNED_NORMS, recorded_extend, write_tuned_report  # noqa: E402
-from normlab.report.tuned_grid import Grid  # noqa: E402
+from normlab.study.tuned_grid import Grid  # noqa: E402
 from normlab.rundir import atomic_write_bytes, write_json  # noqa: E402
 from normlab.study import plan as planning, roles, staging  # noqa: E402
 from normlab.study.executor import Executor  # noqa: E402

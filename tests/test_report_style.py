@@ -1,6 +1,8 @@
 """Readable outputs: labelled axes, one colour + line style per norm across every figure, captions
 in the Markdown only; LaTeX tables mark each column's best and the runs table breaks across pages."""
 
+import json
+
 from normlab.report import find_runs
 from normlab.report import figures as F
 from normlab.report.aggregate import NORM_LABELS, NORM_ORDER, Grid
@@ -24,14 +26,18 @@ def test_figures_share_styles_label_axes_and_keep_captions_out(tmp_path, monkeyp
         for seed in (1, 2):
             make_run(tmp_path / "runs", "rt", norm, seed, 70.0 + seed, curves=curves)
     grid = Grid(find_runs([tmp_path / "runs"]))
-    drawn = {}
-    monkeypatch.setattr(F.plt, "close", lambda fig: drawn.setdefault(fig._suptitle.get_text(), fig))
+    drawn = []
+    monkeypatch.setattr(F.plt, "close", drawn.append)
     styles = {}
     for key in ("curves", "overfitting", "detachnorm"):
         title, norms, panels, what = F.FIGURES[key]
         caption = F.figure(grid, key, title, norms, panels, tmp_path / "fig", what)
         assert caption and "rt: real" in caption
-        fig = drawn[title]
+        fig = drawn[-1]
+        title = fig._suptitle.get_text()
+        assert title == {"curves": "Train and valid loss per norm",
+                         "overfitting": "Overfitting: LayerNorm vs LayerNorm-simple",
+                         "detachnorm": "DetachNorm vs LayerNorm-simple vs w/o Norm"}[key]
         assert [t.get_text() for t in fig.texts] == [title]  # the caption is in report.md, not in the image
         for ax in fig.axes:
             # every axis has its unit: losses in nats, the rise above the minimum in %
@@ -77,3 +83,54 @@ def test_runs_table_is_a_longtable(tmp_path):
     tex = runs_table(Grid(find_runs([tmp_path]))).latex()
     assert r"\begin{longtable}" in tex and r"\endhead" in tex and r"\begin{table}" not in tex
     assert tex.count(r"\\") == 1 + 2 + 3  # caption line, the header (first page, later pages), 3 runs
+
+
+def _sweep_grid(root, norms_settings):
+    curves = [{"step": s, "split": sp, "loss": 1.0 / s} for s in (1, 2, 3) for sp in ("train", "valid")]
+    for i, (norm, setting) in enumerate(norms_settings):
+        d = make_run(root / str(i), "rt", norm, 1, 70.0, curves=curves)
+        summary = json.loads((d / "summary.json").read_text())
+        (d / "summary.json").write_text(json.dumps({**summary, "setting": setting}))
+    return Grid(find_runs(sorted((root).iterdir())))
+
+
+def test_each_setting_of_a_sweep_is_its_own_line_in_every_figure(tmp_path, monkeypatch):
+    # a sweep over AdaNorm's C and a second lr for LayerNorm: every setting must be told apart
+    settings = [("adanorm", {})] + [("adanorm", {"C": c}) for c in (2, 3, 4, 5)]
+    settings += [("layernorm", {}), ("layernorm", {"lr": 0.001})]
+    grid = _sweep_grid(tmp_path / "runs", settings)
+    drawn = []
+    monkeypatch.setattr(F.plt, "close", drawn.append)
+    for key in ("curves", "adanorm"):
+        title, norms, panels, what = F.FIGURES[key]
+        assert F.figure(grid, key, title, norms, panels, tmp_path / "fig", what)
+        fig = drawn[-1]
+        for ax in fig.axes:
+            looks = {line.get_label().split(" (n=")[0]: (line.get_color(), str(line.get_linestyle()),
+                                                         line.get_marker()) for line in ax.get_lines()}
+            assert set(looks) == {"AdaNorm", "AdaNorm (C=2)", "AdaNorm (C=3)", "AdaNorm (C=4)", "AdaNorm (C=5)",
+                                  "LayerNorm", "LayerNorm (lr=0.001)"}
+            assert len(set(looks.values())) == len(looks), looks      # no two settings look alike
+            # colour family and dash stay the norm's; the default setting is the norm's own look
+            assert looks["LayerNorm"] == ("tab:blue", "-", "None")
+            assert looks["LayerNorm (lr=0.001)"][1] == "-" and looks["LayerNorm (lr=0.001)"][2] != "None"
+            assert len({looks[k][0] for k in looks if k.startswith("AdaNorm")}) == 5   # five shades of green
+            legend = ax.get_legend()
+            if legend is not None:   # the legend names each setting and shows the same marker
+                texts = [t.get_text().split(" (n=")[0] for t in legend.get_texts()]
+                assert sorted(texts) == sorted(looks)
+                markers = {t.get_text().split(" (n=")[0]: h.get_marker() for t, h in zip(legend.get_texts(),
+                                                                                       legend.legend_handles)}
+                assert markers == {k: v[2] for k, v in looks.items()}
+        assert fig._suptitle.get_text() == {"curves": "Train and valid loss per norm",
+                                            "adanorm": "AdaNorm vs LayerNorm"}[key]
+
+
+def test_a_figure_title_names_only_the_norms_it_shows(tmp_path, monkeypatch):
+    grid = _sweep_grid(tmp_path / "runs", [("none", {}), ("layernorm_simple", {})])
+    drawn = []
+    monkeypatch.setattr(F.plt, "close", drawn.append)
+    title, norms, panels, what = F.FIGURES["detachnorm"]
+    assert F.figure(grid, "detachnorm", title, norms, panels, tmp_path / "fig", what).startswith(
+        "LayerNorm-simple vs w/o Norm. ")
+    assert drawn[-1]._suptitle.get_text() == "LayerNorm-simple vs w/o Norm"

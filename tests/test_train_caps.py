@@ -1,4 +1,4 @@
-"""Training-set caps (issue 13's overfitting regime): each task trains on a real subset of its
+"""Training-set caps (the overfitting regime of docs/calibration.md): each task trains on a real subset of its
 train split when asked, counts it in data_info (sizes and the subset sentence every table shows),
 and rejects a bad cap with an error naming the key. Counts are read from the real files."""
 from __future__ import annotations
@@ -65,7 +65,7 @@ def test_each_run_seed_trains_on_its_own_subset_and_the_same_seed_on_the_same(na
 
 
 def test_mini_presets_label_their_subsets(data_dir, tmp_path):
-    # what the mini grid trains on (issue 13), stated in the data_info every table prints
+    # what the mini grid trains on (docs/calibration.md), stated in the data_info every table prints
     sst2 = setup_task("sst2", [], tmp_path, data_dir).data_info
     assert sst2["sizes"]["train"] == 4000 and sst2["sizes"]["valid"] == 2000 and "SUBSET" in sst2["subset"]
     assert sst2["train_available"] == sst2_train_rows(data_dir) - 2000

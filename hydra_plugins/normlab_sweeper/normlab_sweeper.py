@@ -1,15 +1,33 @@
 """``hydra/sweeper=normlab`` (normlab's default): Hydra's basic sweeper, except that a sweep point
 whose config cannot be composed (a key that does not exist for one task of the grid, a value of
-the wrong type) fails alone. The basic sweeper composes every point of a batch before launching
-any and stops the whole sweep at the first error; here the point is reported with Hydra's message
-and normlab's hint, counted as failed in the sweep's exit status, and the other points run."""
+the wrong type) fails alone.
+
+The basic sweeper composes every point of a batch before launching any and stops the whole sweep
+at the first error. Here the other points of the grid run, and each keeps the job number of its
+grid position (``hydra.job.num``, hence ``hydra.job.id`` and the sweep subdirectory), so a batch
+with a bad point is launched as the runs of composable points around it. ``sweep()`` returns, as
+the basic sweeper does, one list per batch with one ``JobReturn`` per grid point: a point that was
+not composed is a FAILED return holding its composition error.
+
+How the sweep ends: in normlab's own app, ``normlab.callbacks.SweepSummary`` counts the points not
+composed among the failed jobs and exits with that count. In any other app the sweeper raises the
+first composition error once the other points have run, so Hydra reports it and exits 1, as with
+the basic sweeper. This module imports neither torch nor normlab's training code: normlab's key
+hints are looked up only for a point that failed in normlab's own app.
+"""
 
 import sys
+from pathlib import Path
 from dataclasses import dataclass
-from typing import Dict, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_store import ConfigStore
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.utils import JobReturn, JobStatus
+from omegaconf import OmegaConf
+
+SUMMARY = "normlab.callbacks.SweepSummary"
 
 
 @dataclass
@@ -22,22 +40,63 @@ class NormlabSweeperConf:
 ConfigStore.instance().store(group="hydra/sweeper", name="normlab", node=NormlabSweeperConf, provider="normlab")
 
 
-class NormlabSweeper(BasicSweeper):
-    def get_job_batch(self) -> Sequence[Sequence[str]]:
-        from normlab.callbacks import INVALID_POINTS
-        from normlab.hints import explain_unknown_keys
+def runs(flags: Sequence[bool]) -> List[range]:
+    """The maximal runs of consecutive True entries, as index ranges."""
+    out, start = [], None
+    for i, ok in enumerate([*flags, False]):
+        if ok and start is None:
+            start = i
+        elif not ok and start is not None:
+            out.append(range(start, i))
+            start = None
+    return out
 
-        batch = []
-        for overrides in super().get_job_batch():
-            try:
-                self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
-            except Exception as e:   # Hydra's composition errors have no common base class
-                point = " ".join(overrides)
-                hints = explain_unknown_keys(list(overrides))
-                cause = str(e.__cause__).splitlines()[0] if e.__cause__ else ""
-                message = " ".join(f"{e} {cause}".split()) + "".join(f"\n  {h}" for h in hints)
-                print(f"[normlab] sweep point not run: {point}\n  {message}", file=sys.stderr)
+
+class NormlabSweeper(BasicSweeper):
+    def sweep(self, arguments: List[str]) -> Any:
+        assert self.config is not None and self.launcher is not None and self.hydra_context is not None
+        parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
+        self.overrides = self.split_arguments(parser.parse_overrides(self._parse_config() + list(arguments)),
+                                              self.max_batch_size)
+        sweep_dir = Path(self.config.hydra.sweep.dir)
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
+
+        returns: List[Sequence[JobReturn]] = []
+        errors: List[BaseException] = []
+        first = 0  # the grid position of the batch's first point
+        while not self.is_done():
+            batch = self.get_job_batch()
+            results: List[Optional[JobReturn]] = [self._compose_error(o) for o in batch]
+            errors += [r._return_value for r in results if r is not None]
+            for span in runs([r is None for r in results]):
+                launched = self.launcher.launch([batch[i] for i in span], initial_job_idx=first + span.start)
+                for r in launched:
+                    _ = r.return_value  # as the basic sweeper: a job that raised ends the sweep
+                results[span.start:span.stop] = launched
+            first += len(batch)
+            returns.append(results)
+        if errors and not self._summary_counts_them():
+            raise errors[0]
+        return returns
+
+    def _summary_counts_them(self) -> bool:
+        callbacks = self.config.hydra.get("callbacks") or {}
+        return any(str(c.get("_target_", "")) == SUMMARY for c in callbacks.values() if c is not None)
+
+    def _compose_error(self, overrides: Sequence[str]) -> Optional[JobReturn]:
+        """None if the point composes, else a FAILED JobReturn holding the error (reported here)."""
+        try:
+            self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+            return None
+        except Exception as e:   # Hydra's composition errors have no common base class
+            point = " ".join(overrides)
+            cause = str(e.__cause__).splitlines()[0] if e.__cause__ else ""
+            message = " ".join(f"{e} {cause}".split()).split(" Config search path:")[0]
+            if self._summary_counts_them():   # normlab's own app: add its key hints, count the point
+                from normlab.callbacks import INVALID_POINTS
+                from normlab.hints import explain_unknown_keys
+                message += "".join(f"\n  {h}" for h in explain_unknown_keys(list(overrides)))
                 INVALID_POINTS.append((point, message))
-                continue
-            batch.append(overrides)
-        return batch
+            print(f"[normlab] sweep point not run: {point}\n  {message}", file=sys.stderr)
+            return JobReturn(overrides=list(overrides), status=JobStatus.FAILED, _return_value=e)

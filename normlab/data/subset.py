@@ -1,5 +1,5 @@
 """Training-set caps: a smaller real subset of a task's train split, so a small model reaches its
-validation optimum (and goes past it) inside a CPU budget (issue 13's overfitting regime).
+validation optimum (and goes past it) inside a CPU budget (the overfitting regime of docs/calibration.md).
 
 A cap is a config key (``task.data.train_limit``, ``task.data.train_bytes``, ...) whose value 0
 means "all". ``check_cap`` validates it with an error that names the key and the available

@@ -1,7 +1,7 @@
 """CUDA paths of the norm variants (``impl="fused"`` on a CUDA tensor).
 
 On an H200 the tensor-op autograd Functions of ``fused.py`` ran 1.4-5x torch.nn.LayerNorm's
-fwd+bwd (issue 15): each op is a pass over memory. Here a variant either calls torch's own kernel
+fwd+bwd (results/bench/gpu.md): each op is a pass over memory. Here a variant either calls torch's own kernel
 (LayerNorm and LN-simple: ``F.layer_norm``; RMSNorm with paper numerics: ``F.rms_norm``) or
 runs the reference math of ``functional.py`` through ``torch.compile``, which fuses it into one
 kernel per direction and differentiates it exactly (detached statistics included) - the only way
@@ -80,24 +80,36 @@ def _derf(x, alpha, shift, w, b):
     return _affine(F.derf(x.float(), alpha, shift), w, b).to(x.dtype)
 
 
+# The CUDA path of each norm module, on x with the normalized dim last. A layer class names its
+# own (Norm.on_cuda), so adding a norm adds no branch here.
+def layernorm(m, x: torch.Tensor) -> torch.Tensor:
+    if m.numerics == "paper" and not (m.detach_mean or m.detach_var):
+        return TF.layer_norm(x, (x.shape[-1],), m.weight, m.bias, m.eps)  # statistics in fp32 for half x
+    return _compile(_ln)(x, m.weight, m.bias, m.eps, m.numerics, m.detach_mean, m.detach_var)
+
+
+def adanorm(m, x: torch.Tensor) -> torch.Tensor:
+    return _compile(_adanorm)(x, m.C, m.k, m.eps, m.numerics)
+
+
+def rmsnorm(m, x: torch.Tensor) -> torch.Tensor:
+    if m.numerics == "paper" and x.dtype == torch.float32:  # half x: fp32 statistics below
+        return TF.rms_norm(x, (x.shape[-1],), m.weight, m.eps)
+    return _compile(_rms)(x, m.weight, m.eps, m.numerics)
+
+
+def scalenorm(m, x: torch.Tensor) -> torch.Tensor:
+    return _compile(_scale)(x, m.g, m.eps)
+
+
+def dyt(m, x: torch.Tensor) -> torch.Tensor:
+    return _compile(_dyt)(x, m.alpha, m.weight, m.bias)
+
+
+def derf(m, x: torch.Tensor) -> torch.Tensor:
+    return _compile(_derf)(x, m.alpha, m.shift, m.weight, m.bias)
+
+
 def forward(m, x: torch.Tensor):
     """The CUDA path of norm module ``m`` on ``x`` (last dim normalized), or None if it has none."""
-    from . import layers as L
-    n = (x.shape[-1],)
-    if isinstance(m, L.LayerNormFamily):
-        if m.numerics == "paper" and not (m.detach_mean or m.detach_var):
-            return TF.layer_norm(x, n, m.weight, m.bias, m.eps)  # statistics in fp32 for half x
-        return _compile(_ln)(x, m.weight, m.bias, m.eps, m.numerics, m.detach_mean, m.detach_var)
-    if isinstance(m, L.AdaNorm):
-        return _compile(_adanorm)(x, m.C, m.k, m.eps, m.numerics)
-    if isinstance(m, L.RMSNorm):
-        if m.numerics == "paper" and x.dtype == torch.float32:  # half x: fp32 statistics below
-            return TF.rms_norm(x, n, m.weight, m.eps)
-        return _compile(_rms)(x, m.weight, m.eps, m.numerics)
-    if isinstance(m, L.ScaleNorm):
-        return _compile(_scale)(x, m.g, m.eps)
-    if isinstance(m, L.DyT):
-        return _compile(_dyt)(x, m.alpha, m.weight, m.bias)
-    if isinstance(m, L.Derf):
-        return _compile(_derf)(x, m.alpha, m.shift, m.weight, m.bias)
-    return None
+    return m.on_cuda(x)

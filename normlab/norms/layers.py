@@ -49,7 +49,7 @@ class Norm(nn.Module):
         if x.shape[-1] != self.dim:
             raise ValueError(f"{type(self).__name__}(dim={self.dim}) got a tensor with {x.shape[-1]} "
                              "features")
-        y = cuda.forward(self, x) if self.impl == "fused" and cuda.active(x) else None
+        y = self.on_cuda(x) if self.impl == "fused" and cuda.active(x) else None
         if y is None:
             y = self.fused(x) if self.impl == "fused" else self.reference(x)
         return y.movedim(-1, 1) if self.channels_first else y
@@ -65,6 +65,10 @@ class Norm(nn.Module):
     def fused(self, x: torch.Tensor) -> torch.Tensor:
         """The fast path, affine included; variants without one run the reference."""
         return self.reference(x)
+
+    def on_cuda(self, x: torch.Tensor):
+        """The CUDA path (cuda.py), affine included, or None to run ``fused``."""
+        return None
 
     def extra_repr(self) -> str:
         return f"{self.dim}, affine=({self.weight is not None}, {self.bias is not None}), impl={self.impl}"
@@ -96,6 +100,9 @@ class LayerNormFamily(Norm):
         return fused.layer_norm(x, self.weight, self.bias, self.eps, self.numerics, self.detach_mean,
                                 self.detach_var)
 
+    def on_cuda(self, x):
+        return cuda.layernorm(self, x)
+
     def extra_repr(self):
         return (super().extra_repr() + f", eps={self.eps}, numerics={self.numerics}, "
                 f"detach_mean={self.detach_mean}, detach_var={self.detach_var}")
@@ -116,6 +123,9 @@ class AdaNorm(Norm):
     def fused(self, x):
         return fused.adanorm(x, self.C, self.k, self.eps, self.numerics)
 
+    def on_cuda(self, x):
+        return cuda.adanorm(self, x)
+
     def extra_repr(self):
         return super().extra_repr() + f", C={self.C}, k={self.k}, eps={self.eps}, numerics={self.numerics}"
 
@@ -133,6 +143,9 @@ class RMSNorm(Norm):
     def fused(self, x):
         return fused.rmsnorm(x, self.weight, self.eps, self.numerics)
 
+    def on_cuda(self, x):
+        return cuda.rmsnorm(self, x)
+
 
 class ScaleNorm(Norm):
     """One learned scalar g, initialised to sqrt(dim) so the output has unit RMS at init."""
@@ -148,6 +161,9 @@ class ScaleNorm(Norm):
     def fused(self, x):
         return fused.scalenorm(x, self.g, self.eps)
 
+    def on_cuda(self, x):
+        return cuda.scalenorm(self, x)
+
 
 class DyT(Norm):
     def __init__(self, dim, alpha_init=0.5, affine=True, channels_first=False, impl="fused"):
@@ -159,6 +175,9 @@ class DyT(Norm):
 
     def fused(self, x):
         return fused_elementwise.dyt(x, self.alpha, self.weight, self.bias)
+
+    def on_cuda(self, x):
+        return cuda.dyt(self, x)
 
 
 class Derf(Norm):
@@ -172,6 +191,9 @@ class Derf(Norm):
 
     def fused(self, x):
         return fused_elementwise.derf(x, self.alpha, self.shift, self.weight, self.bias)
+
+    def on_cuda(self, x):
+        return cuda.derf(self, x)
 
 
 class BatchNorm(Norm):

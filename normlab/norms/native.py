@@ -5,9 +5,10 @@ Derf need more of them than torch's one-pass LayerNorm kernels (results/bench/no
 kernel per direction per variant brings them to LayerNorm's cost. torch.compile was measured as
 the alternative: 11-47 s of compilation per process on this machine, against runs of minutes.
 
-The extension is compiled with the system's C++ compiler and ninja (about 20 s, once; `make
-install` does it) into ``$NORMLAB_EXT_DIR`` (default ``$XDG_CACHE_HOME/normlab/torch_extensions``,
-i.e. ``~/.cache/...``), one build per source, CPU instruction set, torch and Python. Where it
+The extension is compiled with the system's C++ compiler and ninja (20-90 s, once per machine;
+`make install` does it) into ``$NORMLAB_EXT_DIR`` (default ``$XDG_CACHE_HOME/normlab/torch_extensions``,
+i.e. ``~/.cache/...``), one build per source, CPU instruction set, compiler, torch and Python, shared
+by every checkout and virtual environment that match (native_build.py). Where it
 can't be built, or with ``NORMLAB_NATIVE=0``, ``load()`` returns None and the tensor-op fast
 paths of ``fused.py`` / ``fused_elementwise.py`` run instead (they also serve CUDA and half
 precision); a failed build says why in one warning.
@@ -15,20 +16,29 @@ precision); a failed build says why in one warning.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import sys
+import time
 import warnings
 from pathlib import Path
 
 import torch
 from torch.autograd.function import once_differentiable
 
+from . import native_build
+
 _CSRC = Path(__file__).with_name("csrc")
 _ARCH = {"AVX512": "-march=x86-64-v4", "AVX2": "-march=x86-64-v3"}  # what torch itself found
 _state: dict = {}
 
 TANH, ERF = 0, 1
+
+
+def build_seconds(since: float = 0.0) -> float:
+    """Seconds this process spent building the kernels (or waiting for another process's build)
+    after the time ``since`` (time.time()): a run leaves them out of its wall time."""
+    began, spent = _state.get("build", (0.0, 0.0))
+    return spent if began >= since else 0.0
 
 
 def build_dir() -> Path:
@@ -46,28 +56,16 @@ def load():
     if os.environ.get("NORMLAB_NATIVE", "1") == "0":
         return None
     try:
-        from torch.utils import cpp_extension
-
         # the ninja that pip installed sits beside this Python, which may not be on PATH
         bindir = os.path.dirname(sys.executable)
         if bindir not in os.environ.get("PATH", "").split(os.pathsep):
             os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
 
         cap = torch.backends.cpu.get_cpu_capability()
-        # one build per source, CPU, torch and Python (the .so links against both)
-        sources = sorted(_CSRC.glob("*.cpp"))
-        key = b"".join(p.read_bytes() for p in sorted(_CSRC.iterdir()) if p.suffix in (".cpp", ".h"))
-        key += f"{cap} {torch.__version__} {sys.version}".encode()
-        tag = hashlib.sha256(key).hexdigest()[:10]
-        out = build_dir() / f"{cap.lower()}-{tag}"
-        out.mkdir(parents=True, exist_ok=True)
         flags = ["-O3", "-fopenmp", *([_ARCH[cap]] if cap in _ARCH else [])]
-        if not any(out.glob("*.so")):  # a first build is silent for 20-90 s otherwise
-            print(f"[normlab] building normlab's CPU norm kernels once, ~20 s (cached in {out})",
-                  file=sys.stderr, flush=True)
-        _state["mod"] = cpp_extension.load(
-            name=f"normlab_norms_{cap.lower()}", sources=[str(p) for p in sources], build_directory=str(out),
-            extra_cflags=flags, extra_ldflags=["-fopenmp"], verbose=False)
+        began = time.time()
+        _state["mod"], spent = native_build.load(f"normlab_norms_{cap.lower()}", _CSRC, build_dir(), cap, flags)
+        _state["build"] = (began, spent)
     except Exception as exc:  # no compiler, no headers, a read-only home: run the tensor-op paths
         warnings.warn(f"normlab: native CPU norm kernels unavailable ({type(exc).__name__}: "
                       f"{str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}); using "

@@ -16,11 +16,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from .aggregate import Grid, data_sentence, finite  # noqa: E402
+from .aggregate import NORM_LABELS, Grid, data_sentence, finite  # noqa: E402
 from .gradstats import probe_records  # noqa: E402
 from .overfit import rise_curve  # noqa: E402
 from .runs import Run  # noqa: E402
-from .style import norm_style  # noqa: E402
+from .style import variant_style  # noqa: E402
 
 X_LABEL = "training step (updates)"
 
@@ -69,6 +69,12 @@ def figure(grid: Grid, key: str, title: str, norms: Optional[list[str]], panels:
     variants = [v for v in grid.variants(norms) if any(grid.cell(c, v).runs for c in grid.columns)]
     if norms is not None and len({v[0] for v in variants}) < 2:
         return None
+    present = [n for n in norms or [] if any(v[0] == n for v in variants)]
+    title = title.format(norms=" vs ".join(NORM_LABELS.get(n, n) for n in present))
+    # a norm's default setting ("{}") first, in the legend and in drawing the norm's own style
+    first = {n: i for i, n in reversed(list(enumerate(v[0] for v in variants)))}
+    variants.sort(key=lambda v: (first[v[0]], v[1] != "{}", v[1]))
+    rank = {v: [u for u in variants if u[0] == v[0]].index(v) for v in variants}
     series = {(c, v, j): _series([r for r in grid.cell(c, v).runs if r.status == "completed"], panel.get)
               for c in grid.columns for v in variants for j, panel in enumerate(panels)}
     columns = [c for c in grid.columns if any(series[c, v, j][0] for v in variants for j in range(len(panels)))]
@@ -91,7 +97,7 @@ def figure(grid: Grid, key: str, title: str, norms: Optional[list[str]], panels:
                 if not steps:
                     continue
                 n = sum(r.status == "completed" for r in grid.cell(c, v).runs)
-                style = norm_style(v[0])
+                style = variant_style(v[0], rank[v])
                 ax.plot(steps, mean, lw=1.4, label=f"{grid.label(v)} (n={n})", **style)
                 ax.fill_between(steps, lo, hi, color=style["color"], alpha=0.15, lw=0)
             if panel.log and ax.has_data():
@@ -111,18 +117,19 @@ def figure(grid: Grid, key: str, title: str, norms: Optional[list[str]], panels:
     return caption
 
 
-# key -> (title, norms (None = all), panels, what the figure shows)
+# key -> (title, norms (None = all), panels, what the figure shows); "{norms}" in a title is the
+# figure's norms that have runs, so a title never names a norm the figure does not show
 FIGURES = {
     "curves": ("Train and valid loss per norm", None, LOSS_PANELS, "All norm variants."),
-    "overfitting": ("Overfitting: LayerNorm vs LayerNorm-simple", ["layernorm", "layernorm_simple"],
+    "overfitting": ("Overfitting: {norms}", ["layernorm", "layernorm_simple"],
                     LOSS_PANELS + [RISE_PANEL],
                     "The paper (Enwiki8 figure): with bias and gain the train loss is lower and the valid loss "
                     "ends higher. The third panel shows the valid loss relative to its own minimum: the rise after "
                     "it is where overfitting shows, independent of when each norm peaked."),
-    "detachnorm": ("DetachNorm vs LayerNorm-simple vs w/o Norm", ["none", "detachnorm", "layernorm_simple"],
+    "detachnorm": ("{norms}", ["detachnorm", "layernorm_simple", "none"],
                    LOSS_PANELS, "The paper (Table 2): normalizing forward without the mean/variance "
                    "derivatives (DetachNorm) loses to LayerNorm-simple."),
-    "adanorm": ("AdaNorm vs LayerNorm", ["layernorm", "adanorm"], LOSS_PANELS,
+    "adanorm": ("{norms}", ["adanorm", "layernorm"], LOSS_PANELS,
                 "The paper (PTB, De-En figures): AdaNorm's valid loss rises less late in training."),
     "grad_stats": ("Theorem 1: gradient statistics per norm variant", None, GRAD_PANELS,
                    "From the gradient probe (grad/all/...: per-token statistics over the hidden dimension, "

@@ -104,7 +104,7 @@ def paper_tables(grid: Grid) -> list[Table]:
 
 
 def summary_table(grid: Grid) -> Table:
-    """Issue 3's task x norm table over every run given: every norm present, no paper columns."""
+    """The task x norm table over every run given: every norm present, no paper columns."""
     return norm_table(grid, "summary", "All runs: task × norm", None, paper=False)
 
 

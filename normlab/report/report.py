@@ -1,6 +1,6 @@
 """Everything the report writes for a set of runs, and the Markdown index that ties it together.
 
-Outputs in ``out``: summary (issue 3's task x norm table), the paper's tables that have runs
+Outputs in ``out``: summary (the task x norm table), the paper's tables that have runs
 (table1, table2, table3, beyond), findings, grad_stats (when the probe ran), data, runs (every
 run) as .md/.csv/.tex; figures/<name>.png/.pdf; report.md with all tables, findings and figure
 captions. Tables are a pure function of the run files, so re-running on the same runs (e.g. the

@@ -25,3 +25,29 @@ def norm_style(norm: str) -> dict:
     """matplotlib keyword arguments (color, linestyle) for ``norm``."""
     color, ls = NORM_STYLES.get(norm, UNKNOWN)
     return {"color": color, "linestyle": ls}
+
+
+# A norm's further settings (two lrs, AdaNorm's C=1 and C=2) keep the norm's colour family and
+# dash, and differ in a second and third channel: a marker and the colour's shade. The norm's
+# default setting (or, without one, its first) is drawn exactly as norm_style says.
+SETTING_MARKERS = ["", "o", "s", "^", "D", "v", "P", "X", "*", "h"]
+SETTING_SHADES = [0.0, -0.35, 0.35, -0.55, 0.55, -0.2, 0.2, -0.7, 0.7, -0.45]
+
+
+def shade(color: str, amount: float) -> str:
+    """``color`` darkened (amount < 0, towards black) or lightened (> 0, towards white), as hex."""
+    from matplotlib.colors import to_hex, to_rgb
+
+    target = 1.0 if amount > 0 else 0.0
+    return to_hex(tuple(c + (target - c) * abs(amount) for c in to_rgb(color)))
+
+
+def variant_style(norm: str, rank: int) -> dict:
+    """matplotlib keyword arguments for the ``rank``-th setting of ``norm`` in a figure (0: its
+    default). Beyond len(SETTING_MARKERS) settings the looks repeat."""
+    style = norm_style(norm)
+    if rank == 0:
+        return style
+    i = rank % len(SETTING_MARKERS) or 1
+    return {**style, "color": shade(style["color"], SETTING_SHADES[i]), "marker": SETTING_MARKERS[i],
+            "markevery": 0.12, "markersize": 4}

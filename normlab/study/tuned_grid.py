@@ -13,10 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from ..study.grid import Job, Study
-from ..study.staging import staging_dir
-from .runs import load_run
-from .tuned import grid_lrs, select
+from ..report.runs import load_run
+from ..report.tuned import grid_lrs, select
+from .grid import Job, Study
+from .staging import staging_dir
 
 NAME = "xu2019"
 __all__ = ["Grid", "Job", "NAME"]
