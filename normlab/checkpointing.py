@@ -51,6 +51,6 @@ class CheckpointMixin:
                 torch.cuda.set_rng_state(ck["cuda_rng"][r], self.device)
         else:  # a different process count cannot replay the same dropout masks anyway
             warnings.warn(f"checkpoint was written by {ck.get('world', 1)} process(es), this run has "
-                          f"{self.dist.world}: resuming with fresh per-rank random streams")
+                          f"{self.dist.world}: resuming with fresh per-rank random streams", stacklevel=2)
             torch.manual_seed(self.seed * 1_000_003 + r + 7919 * self.state.step)
         return ck

@@ -148,7 +148,6 @@ def load_job(cfg: DictConfig, overrides: Optional[list[str]] = None) -> Job:
     """Resolve and check ``cfg``; ConfigError names the key, where its value came from and the fix."""
     from .hints import origin
     from .setting import varied
-
     from .tasks import TASKS
 
     config = OmegaConf.to_container(cfg, resolve=True)

@@ -50,7 +50,7 @@ class ConsoleLog:
         self._saved = (sys.stdout, sys.stderr)
         sys.stdout, sys.stderr = _Tee(sys.stdout, self.file), _Tee(sys.stderr, self.file)
 
-    def __enter__(self) -> "ConsoleLog":
+    def __enter__(self) -> ConsoleLog:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import sys
 import time
 
-
 _BARS = {"on": False}
 
 

@@ -143,7 +143,7 @@ class Checkpoints:
             if bad:
                 step = (ck.get("state") or {}).get("step", ck.get("step", "?"))
                 warnings.warn(f"checkpoint {bad[0]} in {self.dir} is unreadable; falling back to {path.name} "
-                              f"(step {step})")
+                              f"(step {step})", stacklevel=2)
             return ck
         if bad:
             raise CheckpointError(f"{self.dir}: every checkpoint is unreadable: {'; '.join(bad)}. Restore them, "

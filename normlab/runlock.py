@@ -30,7 +30,7 @@ class RunLock:
         self.enabled, self.what = enabled, what
         self.fd = None
 
-    def __enter__(self) -> "RunLock":
+    def __enter__(self) -> RunLock:
         if not self.enabled:
             return self
         self.path.parent.mkdir(parents=True, exist_ok=True)

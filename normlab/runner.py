@@ -26,13 +26,22 @@ from .consolelog import ConsoleLog
 from .errors import ConfigError, DataError
 from .loggers import make_loggers
 from .norms import native, norm_factory
-from .progress import enable_bars
-from .rundir import (Checkpoints, Curves, atomic_write_bytes, criterion, read_curves, read_json, read_yaml, write_json,
-                     write_yaml)
-from .tasks import get_task_class
-from .runlock import RunLock
 from .outcome import STOPPED, end_line
+from .progress import enable_bars
+from .rundir import (
+    Checkpoints,
+    Curves,
+    atomic_write_bytes,
+    criterion,
+    read_curves,
+    read_json,
+    read_yaml,
+    write_json,
+    write_yaml,
+)
+from .runlock import RunLock
 from .stopsignals import status_of
+from .tasks import get_task_class
 from .trainer import Diverged, Preempted, Trainer
 
 USER_ERRORS = (ConfigError, DataError)
@@ -60,7 +69,8 @@ def versions() -> dict:
             "python": platform.python_version(), "platform": platform.platform()}
 
 
-def set_determinism(cfg, device: torch.device = torch.device("cpu")) -> None:
+def set_determinism(cfg, device: Optional[torch.device] = None) -> None:
+    device = torch.device("cpu") if device is None else device
     torch.manual_seed(cfg.seed)
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg.threads))

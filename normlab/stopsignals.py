@@ -43,7 +43,7 @@ class StopSignals:
         self._depth = 0
         self._old: dict = {}
 
-    def __enter__(self) -> "StopSignals":
+    def __enter__(self) -> StopSignals:
         if self._depth == 0 and threading.current_thread() is threading.main_thread():
             self._old = {s: signal.signal(s, self.handle) for s in SIGNALS}
         self._depth += 1

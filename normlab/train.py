@@ -21,8 +21,10 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from . import setting  # noqa: F401  (registers ${normlab.setting:} for hydra.run.dir)
-from . import exitcodes
+from . import (
+    exitcodes,
+    setting,  # noqa: F401  (registers ${normlab.setting:} for hydra.run.dir)
+)
 from .callbacks import Outcome, record_failure
 from .commands import version_text
 from .config import CONFIGS
@@ -31,7 +33,6 @@ from .hints import explain_unknown_keys
 from .rundir import remove_empty_dirs
 from .runlock import RunLocked
 from .runner import USER_ERRORS, objective, run
-
 
 
 def _rank() -> int:

@@ -37,7 +37,7 @@ class TrialJob:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(self.FORWARD[signum])
 
-    def __enter__(self) -> "TrialJob":
+    def __enter__(self) -> TrialJob:
         self._old = {s: signal.signal(s, self._on_signal) for s in self.FORWARD}
         return self
 

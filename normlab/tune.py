@@ -30,10 +30,10 @@ from typing import Optional
 import yaml
 
 from . import exitcodes
+from .commands import version_text
 from .config import CONFIGS, same_experiment
 from .errors import ConfigError
 from .runlock import RunLock, RunLocked
-from .commands import version_text
 from .stopsignals import status_of
 from .trialjob import TrialJob
 

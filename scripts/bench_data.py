@@ -32,6 +32,7 @@ def child(task_name: str, scale: str, data: str, cache: str) -> dict:
     """Runs in the subprocess: compose, then time setup() and the first epoch's batch index."""
     import torch
     from bench_step import compose
+
     from normlab.tasks import get_task_class
     torch.set_num_threads(1)
     job = compose(task_name, "layernorm", scale, Path(data), Path(cache))

@@ -42,7 +42,8 @@ FULL_SPLIT_FILL = 0.91  # measured: bucketing fills ~91% of an 8,192-token budge
 
 
 def compose(task: str, norm: str, quick: bool):
-    from hydra import compose as hcompose, initialize_config_dir
+    from hydra import compose as hcompose
+    from hydra import initialize_config_dir
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = hcompose("train", overrides=[f"task={task}", f"norm={norm}", "scale=smoke" if quick else "scale=paper",
                                            "paths.data_dir=/nonexistent", "paths.cache_dir=/tmp"])
@@ -164,7 +165,9 @@ def norm_table(args, device):
         for r in range(args.norm_reps + 3):
             for k, mod in mods.items():
                 params = [x, *mod.parameters()]
-                dt = timed_steps(lambda: torch.autograd.grad(mod(x), params, gy), 1, 0, device)
+                def fwd_bwd(mod=mod, x=x, params=params, gy=gy):
+                    return torch.autograd.grad(mod(x), params, gy)
+                dt = timed_steps(fwd_bwd, 1, 0, device)
                 if r >= 3:
                     times[k].append(dt)
         cols.append({k: median([a / b for a, b in zip(times[k], times[names[0]])]) for k in names})

@@ -42,9 +42,9 @@ from pathlib import Path
 
 import torch
 from torch import nn
+from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
-from torch.multiprocessing.reductions import StorageWeakRef
 
 from normlab.norms import build_norm, native
 

@@ -36,14 +36,15 @@ from omegaconf import OmegaConf
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
-from benchkit import (load_average, machine, machine_block, markdown_table, median,  # noqa: E402
-                         pin_malloc, write)
+from benchkit import load_average, machine, machine_block, markdown_table, median, pin_malloc, write  # noqa: E402
 
 SWEEP_NORMS = "none,layernorm,layernorm_simple,detachnorm,detach_mean,detach_var,adanorm,rmsnorm,dyt"
 
 
 def compose(task: str, norm: str, scale: str, data_dir: Path, cache: Path, extra=()):
-    from hydra import compose as hydra_compose, initialize_config_dir
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
     from normlab.config import load_job
     overrides = [f"task={task}", f"norm={norm}", f"scale={scale}", "progress=false",
                  f"paths.data_dir={data_dir}", f"paths.cache_dir={cache}", f"paths.root={cache}/runs", *extra]

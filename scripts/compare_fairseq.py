@@ -51,7 +51,9 @@ RECIPES = {
 
 
 def compose(overrides: list[str], data_dir: Path, cache_dir: Path):
-    from hydra import compose as hydra_compose, initialize_config_dir
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
     from normlab.config import CONFIGS
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         return hydra_compose("train", overrides=[f"task={TASK}", f"paths.data_dir={data_dir}",

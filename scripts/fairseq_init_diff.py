@@ -33,6 +33,7 @@ def fairseq_model(data_bin: Path, flags: list[str], seed: int):
 
 def normlab_model(res: dict, work: Path, data_dir: Path, seed: int):
     import compare_fairseq as cmp
+
     from normlab.norms import norm_factory
     from normlab.tasks import get_task_class
     overrides = [*cmp.RECIPES[res["recipe"]][0], f"norm={res['norm']}"]

@@ -88,7 +88,7 @@ def clean_corpus(f: list[str], e: list[str], ratio: float = 1.5, lo: int = 1, hi
         sys.exit(f"clean-corpus: the two sides have {len(f)} and {len(e)} lines")
     factored = bool(f) and ("|" in f[0] or "|" in e[0])
     keep_f, keep_e = [], []
-    long_word = re.compile(r"[^\s|]{%d}" % (max_word_length + 1))
+    long_word = re.compile(rf"[^\s|]{{{max_word_length + 1}}}")
     for a, b in zip(f, e):
         if not factored:
             a, b = a.replace("|", ""), b.replace("|", "")

@@ -50,7 +50,8 @@ from normlab.report import find_runs, write_report  # noqa: E402
 from normlab.report import record as provenance  # noqa: E402
 from normlab.report.paper_tables import TABLES  # noqa: E402
 from normlab.rundir import atomic_write_bytes, write_json  # noqa: E402
-from normlab.study import plan as planning, roles, staging  # noqa: E402
+from normlab.study import plan as planning  # noqa: E402
+from normlab.study import roles, staging
 from normlab.study.executor import Executor  # noqa: E402
 from normlab.study.grid import FixedGrid  # noqa: E402
 from normlab.study.studies import FIXED_STUDIES  # noqa: E402

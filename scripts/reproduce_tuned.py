@@ -36,10 +36,11 @@ from normlab import pin  # noqa: E402
 from normlab.report import find_runs  # noqa: E402
 from normlab.report import record as provenance  # noqa: E402
 from normlab.report.tuned import EXTEND, TUNED_NORMS, recorded_extend, write_tuned_report  # noqa: E402
-from normlab.study.tuned_grid import Grid  # noqa: E402
 from normlab.rundir import atomic_write_bytes, write_json  # noqa: E402
-from normlab.study import plan as planning, roles, staging  # noqa: E402
+from normlab.study import plan as planning  # noqa: E402
+from normlab.study import roles, staging
 from normlab.study.executor import Executor  # noqa: E402
+from normlab.study.tuned_grid import Grid  # noqa: E402
 from normlab.tune import load_search  # noqa: E402
 
 ALL_TASKS = "rt,sst2,mnist,iwslt15_en_vi,iwslt14_de_en,enwik8,ptb,imdb"   # cheapest first

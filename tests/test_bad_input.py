@@ -8,9 +8,8 @@ import tarfile
 import pytest
 
 from helpers import run_cli, run_job
-from normlab.errors import ConfigError
+from normlab.errors import ConfigError, DataError
 from normlab.hints import explain_unknown_keys
-from normlab.errors import DataError
 
 RT = ["task=rt", "scale=smoke", "threads=1"]  # one thread: tests share two cores
 WORDS = "a fine film with heart and wit but the plot drags on too long sadly".split()
@@ -94,9 +93,10 @@ train:
 
 
 def test_bad_value_in_a_task_file_names_file_and_line(tmp_path, monkeypatch):
+    from hydra import compose, initialize_config_dir
+
     import normlab.config as config
     import normlab.hints as hints
-    from hydra import compose, initialize_config_dir
     root = tmp_path / "normlab" / "configs"
     shutil.copytree(config.CONFIGS, root)
     (root / "task" / "rt.yaml").write_text(TASK_FILE)

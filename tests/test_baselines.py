@@ -7,10 +7,16 @@ from collections import Counter
 import pytest
 import torch
 import yaml
+from test_report import make_run
 
 from normlab.report import find_runs, write_report
-from normlab.report.baselines import baselines, bits_per_byte, level, majority_accuracy, right_neighbour_uas
-from test_report import make_run
+from normlab.report.baselines import (
+    baselines,
+    bits_per_byte,
+    level,
+    majority_accuracy,
+    right_neighbour_uas,
+)
 
 
 def test_bits_per_byte_by_hand():
@@ -61,8 +67,9 @@ def test_level_words():
 
 
 def _cfg(task, tmp_path, *overrides):
-    from helpers import compose_cfg
     from omegaconf import OmegaConf
+
+    from helpers import compose_cfg
     return OmegaConf.to_container(compose_cfg([f"task={task}", "scale=mini", *overrides], tmp_path).task,
                                   resolve=True)
 

@@ -12,10 +12,10 @@ from omegaconf import OmegaConf
 
 from helpers import run_job
 from normlab.data import enwik8
+from normlab.errors import DataError
 from normlab.models.lm import TransformerLM
 from normlab.models.transformer import TransformerConfig
 from normlab.norms import NORMS, Norm, norm_factory
-from normlab.errors import DataError
 from normlab.tasks.lm import Enwik8Task
 
 PREFIX = 1_071_051  # bytes of the shipped enwik8_small (data README)

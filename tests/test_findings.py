@@ -147,8 +147,8 @@ def test_a_seed_initializes_the_parameters_every_norm_shares_alike(tmp_path):
     """The premise of pairing by seed: no norm draws from the RNG when it is built, so at one seed
     every parameter the norms share (all but the norms' own gains and biases) starts equal."""
     import torch
-    from helpers import compose_cfg
 
+    from helpers import compose_cfg
     from normlab.config import load_job
     from normlab.norms import norm_factory
     from normlab.tasks.lm import Enwik8Task

@@ -2,8 +2,8 @@
 be composed fails alone, one process per run directory, and an Optuna search that resumes."""
 import json
 import math
-import re
 import os
+import re
 import signal
 import subprocess
 import sys

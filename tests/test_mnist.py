@@ -9,13 +9,13 @@ import struct
 
 import pytest
 import torch
-
 from conftest import MISSING, data_root
+
 from helpers import run_job
 from normlab.data import mnist
+from normlab.errors import DataError
 from normlab.models.cnn import MNISTCNN
 from normlab.norms import NORMS, Norm, norm_factory
-from normlab.errors import DataError
 from normlab.tasks.mnist import MEAN, STD
 
 TEST_COUNTS = [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]   # official t10k label counts

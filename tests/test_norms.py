@@ -14,8 +14,16 @@ import torch
 import yaml
 from torch import nn
 
-from normlab.norms import (NORMS, GradProbe, Norm, build_norm, convert_norms, grad_stats,
-                           norm_options, param_groups)
+from normlab.norms import (
+    NORMS,
+    GradProbe,
+    Norm,
+    build_norm,
+    convert_norms,
+    grad_stats,
+    norm_options,
+    param_groups,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 H = 8  # hidden size: small, so that the unbiased/biased std factor sqrt(H/(H-1)) is visible

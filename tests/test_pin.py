@@ -6,8 +6,9 @@ import shutil
 import subprocess
 import sys
 
-from helpers import REPO
 from test_reproduce import reproduce
+
+from helpers import REPO
 
 GRID = ["--scale", "smoke", "--tasks", "synthetic_cls", "--seeds", "1,2", "--norms", "layernorm", "--jobs", "1",
         "--no-figures"]

@@ -14,8 +14,8 @@ import torch
 from helpers import run_job
 from normlab.data import ptb
 from normlab.data.transitions import Configuration, is_projective, oracle, oracle_examples
-from normlab.norms import NORMS, norm_factory
 from normlab.errors import DataError
+from normlab.norms import NORMS, norm_factory
 
 DP = "ptb/corpora/dependency_treebank"
 MRG = "ptb/corpora/treebank/combined"
@@ -179,9 +179,10 @@ def gold_configs(task, split):
 
 
 def test_gold_oracle_parse_scores_100_and_trivial_baseline_scores_low(tmp_path, data_dir):
+    from omegaconf import OmegaConf
+
     from helpers import TEST_CACHE
     from normlab.tasks.parsing import PTBParsingTask
-    from omegaconf import OmegaConf
     cfg = OmegaConf.load(Path(__file__).parents[1] / "normlab" / "configs" / "task" / "ptb.yaml")
     task = PTBParsingTask(cfg, data_dir / "ptb", TEST_CACHE)
     task.setup()
@@ -207,9 +208,10 @@ def test_gold_oracle_parse_scores_100_and_trivial_baseline_scores_low(tmp_path, 
 
 
 def test_train_batches_are_a_function_of_epoch_and_seed(tmp_path, data_dir):
+    from omegaconf import OmegaConf
+
     from helpers import TEST_CACHE
     from normlab.tasks.parsing import PTBParsingTask
-    from omegaconf import OmegaConf
     cfg = OmegaConf.load(Path(__file__).parents[1] / "normlab" / "configs" / "task" / "ptb.yaml")
     cfg.data.limit = {"train": 100, "valid": 10, "test": 10}
     task = PTBParsingTask(cfg, data_dir / "ptb", TEST_CACHE)

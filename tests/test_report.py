@@ -130,9 +130,9 @@ def test_export_drops_per_layer_probe_keys_and_keeps_tables_identical(tmp_path):
 
 
 def test_grad_stats_table_from_probe_records(tmp_path):
-    probe = lambda step, m_in, v_in: {"step": step, "split": "train", "loss": 1.0,
-                                      "grad/all/in_absmean": m_in, "grad/all/out_absmean": 2.0,
-                                      "grad/all/in_var": v_in, "grad/all/out_var": 4.0}
+    def probe(step, m_in, v_in):
+        return {"step": step, "split": "train", "loss": 1.0, "grad/all/in_absmean": m_in,
+                "grad/all/out_absmean": 2.0, "grad/all/in_var": v_in, "grad/all/out_var": 4.0}
     make_run(tmp_path, "rt", "detachnorm", 1, 70.0, curves=[probe(10, 1.0, 4.0), probe(20, 3.0, 8.0)])
     # LN-simple's probe logged σ (the σ²-normalized ratio); DetachNorm's predates it.
     make_run(tmp_path, "rt", "layernorm_simple", 1, 70.0, curves=[{**probe(10, 0.0, 2.0), "grad/all/ratio_s2": 0.75}])

@@ -3,13 +3,14 @@ in the Markdown only; LaTeX tables mark each column's best and the runs table br
 
 import json
 
-from normlab.report import find_runs
+from test_report import make_run
+
 from normlab.report import figures as F
+from normlab.report import find_runs
 from normlab.report.aggregate import NORM_LABELS, NORM_ORDER, Grid
 from normlab.report.paper_tables import TABLES, norm_table, runs_table
 from normlab.report.style import NORM_STYLES
 from normlab.report.tables import Table
-from test_report import make_run
 
 
 def test_every_known_norm_has_its_own_style():

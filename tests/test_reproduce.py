@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import data_root
+
 from helpers import REPO, TEST_CACHE, run_cli
 from normlab.report.paper_tables import TABLES
 from normlab.report.report import OWN_TABLES

@@ -11,8 +11,8 @@ import pytest
 from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import OmegaConf
 
-from helpers import REPO
 import hydra_plugins.normlab_sweeper.normlab_sweeper as plugin
+from helpers import REPO
 
 APP = """
 import json, sys

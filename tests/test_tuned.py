@@ -7,9 +7,9 @@ import subprocess
 import sys
 
 import pytest
+from test_reproduce import reproduce
 
 from helpers import REPO, TEST_CACHE
-from test_reproduce import reproduce
 from normlab.report.runs import Run
 from normlab.report.tuned import grid_lrs, planned_lrs, select
 

@@ -1,12 +1,12 @@
 """wandb is best-effort: offline it records the run; failing in init, log or finish (no network,
 no key, a crash) it is switched off and training goes on with the same local curves."""
 import pytest
+from wandb_records import offline_run
 
 from helpers import run_job
 from normlab.config import ConfigError
 from normlab.loggers import WandbLogger
 from normlab.rundir import read_curves
-from wandb_records import offline_run
 
 wandb = pytest.importorskip("wandb")
 
@@ -92,8 +92,9 @@ def test_offline_summary_carries_best_valid_metric_and_summary_json(tmp_path, mo
 
 
 def test_setting_argument_names_the_run(tmp_path, monkeypatch):
-    from normlab.loggers import make_loggers
     from omegaconf import OmegaConf
+
+    from normlab.loggers import make_loggers
     inits = []
     monkeypatch.setattr(wandb, "init", lambda **kw: inits.append(kw) or FakeRun())
     job = OmegaConf.create({"task": {"name": "rt"}, "norm": {"name": "adanorm"}, "seed": 3,

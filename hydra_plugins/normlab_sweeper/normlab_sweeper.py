@@ -17,8 +17,8 @@ hints are looked up only for a point that failed in normlab's own app.
 """
 
 import sys
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper

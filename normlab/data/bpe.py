@@ -62,7 +62,7 @@ class JointBPE:
         return len(self.merges)
 
     @classmethod
-    def learn(cls, lines: Sequence[str], merges: int, min_frequency: int = 2) -> "JointBPE":
+    def learn(cls, lines: Sequence[str], merges: int, min_frequency: int = 2) -> JointBPE:
         """Learn up to ``merges`` merges on ``lines`` (train only; both languages for joint BPE).
         Fewer are learned when no pair reaches ``min_frequency`` (subword-nmt's default is 2)."""
         if merges < 0:
@@ -93,7 +93,7 @@ class JointBPE:
         return "#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in self.merges)
 
     @classmethod
-    def from_codes(cls, text: str, path: str = "<codes>") -> "JointBPE":
+    def from_codes(cls, text: str, path: str = "<codes>") -> JointBPE:
         merges = []
         for no, line in enumerate(text.split("\n"), start=1):
             if not line.strip() or (no == 1 and line.startswith("#version")):

@@ -45,7 +45,7 @@ class Vocab:
         return [self.stoi.get(t, unk) for t in tokens]
 
     @classmethod
-    def build(cls, docs: Iterable[Sequence[str]], min_freq: int = 1, max_size: int = 0) -> "Vocab":
+    def build(cls, docs: Iterable[Sequence[str]], min_freq: int = 1, max_size: int = 0) -> Vocab:
         """From training documents only; ties broken alphabetically so the vocabulary is stable."""
         counts = Counter(t for d in docs for t in d)
         words = sorted((w for w, c in counts.items() if c >= min_freq), key=lambda w: (-counts[w], w))
@@ -61,7 +61,7 @@ class Ragged:
     offsets: torch.Tensor   # (n + 1,) int64
 
     @classmethod
-    def from_lists(cls, seqs: Sequence[Sequence[int]]) -> "Ragged":
+    def from_lists(cls, seqs: Sequence[Sequence[int]]) -> Ragged:
         lengths = torch.tensor([len(s) for s in seqs], dtype=torch.int64)
         offsets = torch.zeros(len(seqs) + 1, dtype=torch.int64)
         offsets[1:] = lengths.cumsum(0)

@@ -7,6 +7,7 @@ from typing import Optional
 
 from ..rundir import Curves
 
+
 class LocalLogger:
     """curves.jsonl: always on, the source of truth for the report's tables and figures."""
 

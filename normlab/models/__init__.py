@@ -1,6 +1,10 @@
 from .embedding import TokenEmbedding
-from .transformer import (MultiheadAttention, TransformerConfig, TransformerDecoder,
-                          TransformerEncoder)
+from .transformer import (
+                          MultiheadAttention,
+                          TransformerConfig,
+                          TransformerDecoder,
+                          TransformerEncoder,
+)
 
 __all__ = ["TokenEmbedding", "MultiheadAttention", "TransformerConfig", "TransformerEncoder",
            "TransformerDecoder"]

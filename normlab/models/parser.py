@@ -14,6 +14,7 @@ vectors), Adam instead of AdaGrad (the trainer's optimizers), gold POS tags.
 from __future__ import annotations
 
 import math
+
 import torch
 from torch import nn
 

@@ -18,7 +18,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from .embedding import TokenEmbedding
-from .transformer import MultiheadAttention, NormFactory, TransformerConfig, TransformerDecoder, TransformerEncoder
+from .transformer import (
+    MultiheadAttention,
+    NormFactory,
+    TransformerConfig,
+    TransformerDecoder,
+    TransformerEncoder,
+)
 
 
 class TransformerSeq2Seq(nn.Module):

@@ -15,8 +15,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from . import functional as F
 from . import cuda, fused, fused_elementwise
+from . import functional as F
 
 IMPLS = ("fused", "reference")
 

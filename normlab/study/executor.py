@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from .. import exitcodes
-from ..runlock import lock_holder
-from ..stopsignals import job_process_setup
 from ..progress import eta_line
 from ..report.runs import FINAL
+from ..runlock import lock_holder
+from ..stopsignals import job_process_setup
 
 EXIT_LOCKED = exitcodes.LOCKED
 STOPPED_EXITS = (*exitcodes.STOPPED.values(), -signal.SIGTERM)  # a checkpoint was written

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 import os
-from abc import ABC, abstractmethod
 import sys
+from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import NamedTuple, Optional, Sequence
 

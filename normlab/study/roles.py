@@ -8,9 +8,8 @@ role and is reported like any other run.
 from __future__ import annotations
 
 import functools
-from typing import Iterable, Optional
-
 from pathlib import Path
+from typing import Iterable, Optional
 
 import yaml
 

@@ -67,8 +67,9 @@ class Grid(Study):
                 if base is None or not self.summary(first):
                     self.unnamed[task] = self.unnamed.get(task, 0) + len(self.a.factors) + later_seeds
                     continue   # the preset-lr run tells the grid its lr
-                at = lambda lr: Job(task, norm, None if lr == base else lr, self.a.select_seed)  # noqa: E731
-                lrs = grid_lrs(base, self.a.factors, lambda lr: self.final_run(at(lr)), self.a.extend)
+                def at(lr, task=task, norm=norm, base=base):
+                    return Job(task, norm, None if lr == base else lr, self.a.select_seed)
+                lrs = grid_lrs(base, self.a.factors, lambda lr, at=at: self.final_run(at(lr)), self.a.extend)
                 stage1 = [at(lr) for lr in lrs]
                 out += [j for j in stage1 if j != first]
                 if any(not self.summary(j) for j in stage1):

@@ -11,9 +11,9 @@ from ..data.batching import LazyBatches, bucket_batches, epoch_generator, pad
 from ..data.cache import cached
 from ..data.subset import check_cap, seeded_subset
 from ..data.text import Ragged, Vocab, tokenize
+from ..errors import DataError
 from ..models.spec import spec
 from ..models.transformer import TransformerConfig
-from ..errors import DataError
 from .base import Task, classification_eval
 
 TOKENIZER = ("lowercase; IMDB's <br /> tags become spaces; tokens are the matches of the regular expression "

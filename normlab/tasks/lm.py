@@ -19,10 +19,10 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ..errors import ConfigError
 from ..data import enwik8
 from ..data.batching import LazyBatches, epoch_generator
 from ..data.subset import check_cap
+from ..errors import ConfigError
 from ..models.spec import spec
 from ..models.transformer import TransformerConfig
 from ..progress import bar

@@ -10,11 +10,11 @@ import json
 import torch
 import torch.nn.functional as F
 
-from ..errors import ConfigError
 from ..data import mnist
 from ..data.batching import LazyBatches, epoch_generator
 from ..data.cache import cached
 from ..data.subset import check_cap, seeded_subset
+from ..errors import ConfigError
 from ..models.spec import spec
 from .base import Task, classification_eval
 

@@ -22,17 +22,16 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from ..errors import ConfigError
 from ..data import ptb
 from ..data.batching import LazyBatches, epoch_generator
 from ..data.cache import cached
 from ..data.text import Ragged
 from ..data.transitions import N_LABEL_FEATS, N_WORD_FEATS, Configuration, oracle_examples
+from ..errors import ConfigError, DataError
 from ..models.parser import MLPParser
 from ..models.spec import spec
-from ..rundir import atomic_write_bytes
-from ..errors import DataError
 from ..progress import bar
+from ..rundir import atomic_write_bytes
 from .base import Task
 
 SPLITS = ("train", "valid", "test")

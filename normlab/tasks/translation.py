@@ -22,17 +22,16 @@ import sacrebleu
 import torch
 import torch.nn.functional as F
 
-from ..errors import ConfigError
 from ..data.batching import LazyBatches, bucket_batches, epoch_generator, pad
 from ..data.bpe import remove_bpe
 from ..data.subset import check_cap
 from ..data.translation import EOS, load_corpus
+from ..errors import ConfigError, DataError
 from ..models.spec import spec
 from ..models.transformer import TransformerConfig
+from ..progress import bar
 from ..rundir import atomic_write_bytes
 from ..search import SearchConfig, decode
-from ..errors import DataError
-from ..progress import bar
 from .base import Task
 
 MODEL_KEYS = ("share_all_embeddings", "share_decoder_input_output", "decoder_layers", "max_positions")
@@ -192,8 +191,8 @@ class TranslationTask(Task):
         device = next(model.parameters()).device
         total, nll, n = 0.0, 0.0, 0
         for batch in bar(self._eval_batches(split), f"evaluate {split}", unit="batch"):
-            t, l, k = self._loss_sums(model, tuple(x.to(device) for x in batch))
-            total, nll, n = total + t.item(), nll + l.item(), n + int(k)
+            t, nl, k = self._loss_sums(model, tuple(x.to(device) for x in batch))
+            total, nll, n = total + t.item(), nll + nl.item(), n + int(k)
         out = {"loss": total / n, "nll": nll / n, "ppl": math.exp(min(nll / n, 50.0))}
         if split == "valid" and self.cfg.eval.valid_bleu:
             greedy = SearchConfig(**{**vars(self._search()), "beam": 1})

@@ -11,6 +11,7 @@ import torch
 fairseq = pytest.importorskip("fairseq")
 
 from conftest import USER_DIR  # noqa: E402
+
 from normlab.norms import build_norm  # noqa: E402
 
 # The IWSLT14 files here have no train split: fairseq's valid (every 23rd training pair, Moses-
@@ -35,7 +36,8 @@ def data_bin(iwslt14, tmp_path_factory):
 
 
 def build_model(data_bin, norm, options=""):
-    from fairseq import options as fs_options, tasks
+    from fairseq import options as fs_options
+    from fairseq import tasks
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
     from fairseq.utils import import_user_module
     parser = fs_options.get_training_parser()
