@@ -1,4 +1,5 @@
 """``python -m normlab``: the commands and the versions."""
+
 import sys
 
 from .commands import main

@@ -7,6 +7,7 @@ autocast and GradScaler support it: it is slow there and exists so the scaler pa
 without a GPU. Parameters and optimizer state stay fp32 in every mode; the norms compute their
 statistics in fp32 under autocast (``norms.layers.Norm.forward``).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -58,14 +59,16 @@ def grad_scaler(precision: str, device: torch.device) -> Optional[torch.amp.Grad
     the update on inf/NaN gradients, double after 2,000 clean updates (torch's interval)."""
     if precision != "fp16":
         return None
-    return torch.amp.GradScaler(device.type, init_scale=2.0 ** 7)
+    return torch.amp.GradScaler(device.type, init_scale=2.0**7)
 
 
 def compile_cache(cache_dir: Path) -> None:
     """Inductor's kernels and FX graphs under the run's cache dir, so a resumed or repeated run
     reuses them instead of compiling again (an explicit environment setting wins)."""
     root = Path(cache_dir) / "torch_compile"
-    if _USER_INDUCTOR_DIR is None:  # torch writes its /tmp default into the environment on first use
+    if (
+        _USER_INDUCTOR_DIR is None
+    ):  # torch writes its /tmp default into the environment on first use
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(root / "inductor")
     os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "1")
     os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "1")
@@ -98,7 +101,13 @@ class Prefetch:
     def get(self, batches, i: int):
         if not self.cuda:
             return self.to_device(batches[i])
-        hit = self._next if self._next is not None and self._next[0] is batches and self._next[1] == i else None
+        hit = (
+            self._next
+            if self._next is not None and self._next[0] is batches and self._next[1] == i
+            else None
+        )
         cur = hit[2] if hit else self.to_device(pin(batches[i]))
-        self._next = (batches, i + 1, self.to_device(pin(batches[i + 1]))) if i + 1 < len(batches) else None
+        self._next = (
+            (batches, i + 1, self.to_device(pin(batches[i + 1]))) if i + 1 < len(batches) else None
+        )
         return cur

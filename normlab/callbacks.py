@@ -1,6 +1,7 @@
 """Hydra callbacks: before a run or sweep, a runs folder that cannot be written is one line, not
 Hydra's traceback; after a multirun, count job outcomes and exit with the number of failed jobs
 (jobs that failed, plus sweep points whose config could not be composed: normlab's sweeper)."""
+
 from __future__ import annotations
 
 import os
@@ -23,7 +24,7 @@ class Outcome(float):
         obj.status = status
         return obj
 
-    def __reduce__(self):   # joblib/submitit carry it between processes
+    def __reduce__(self):  # joblib/submitit carry it between processes
         return (Outcome, (float(self), self.status))
 
 
@@ -33,6 +34,7 @@ class WritableRoot(Callback):
 
     def _check(self, config: DictConfig) -> None:
         from . import exitcodes
+
         root = Path(str(config.paths.root))
         try:
             root.mkdir(parents=True, exist_ok=True)
@@ -41,8 +43,10 @@ class WritableRoot(Callback):
         except OSError as e:
             ok, why = False, e.strerror
         if not ok:
-            print(f"normlab: error: paths.root={root}: {why}; set paths.root=... to a folder you can write",
-                  file=sys.stderr)
+            print(
+                f"normlab: error: paths.root={root}: {why}; set paths.root=... to a folder you can write",
+                file=sys.stderr,
+            )
             sys.exit(exitcodes.BAD_INPUT)
 
     def on_run_start(self, config: DictConfig, **kwargs) -> None:
@@ -62,9 +66,19 @@ def record_failure(run_dir: Path, cfg: DictConfig, error: BaseException) -> None
     run_dir = Path(run_dir)
     if (run_dir / "config.yaml").exists() or (run_dir / "summary.json").exists():
         return
-    write_json(run_dir / "summary.json", {"status": "failed", "error": f"{type(error).__name__}: {error}",
-                                          "task": cfg.task.name, "norm": cfg.norm.name, "seed": cfg.seed,
-                                          "scale": cfg.scale, "name": cfg.name, "before_training": True})
+    write_json(
+        run_dir / "summary.json",
+        {
+            "status": "failed",
+            "error": f"{type(error).__name__}: {error}",
+            "task": cfg.task.name,
+            "norm": cfg.norm.name,
+            "seed": cfg.seed,
+            "scale": cfg.scale,
+            "name": cfg.name,
+            "before_training": True,
+        },
+    )
 
 
 class SweepSummary(Callback):
@@ -87,20 +101,26 @@ class SweepSummary(Callback):
     def _from_files(self, root: Path) -> list[tuple[str, str]]:
         jobs = []
         for path in root.glob("**/summary.json"):
-            if path.stat().st_mtime >= self.start - 1:  # runs skipped by this sweep are not re-counted
+            if (
+                path.stat().st_mtime >= self.start - 1
+            ):  # runs skipped by this sweep are not re-counted
                 jobs.append((read_json(path).get("status", "unknown"), str(path.parent)))
         return jobs
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         root = Path(config.hydra.sweep.dir)
         jobs = (getattr(self, "jobs", None) or self._from_files(root)) + [
-            ("invalid", f"{point}: {error}") for point, error in INVALID_POINTS]
+            ("invalid", f"{point}: {error}") for point, error in INVALID_POINTS
+        ]
         counts: dict[str, int] = {}
         for status, _ in jobs:
             counts[status] = counts.get(status, 0) + 1
         failed = [d for status, d in jobs if status in ("failed", "invalid")]
         if int(os.environ.get("RANK", "0")) == 0:  # under torchrun every rank ends the same way
-            print(f"[normlab] sweep {root}: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+            print(
+                f"[normlab] sweep {root}: "
+                + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+            )
             for d in failed:
                 print(f"[normlab]   failed: {d}", file=sys.stderr)
         if failed:

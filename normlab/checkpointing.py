@@ -1,6 +1,7 @@
 """Checkpoint save and resume of the Trainer: everything that decides a run's future (model,
 optimizer, scheduler, loss scale, RNG per rank, data position, open logging window, best score),
 so a resumed run equals one that never stopped (CPU, deterministic)."""
+
 from __future__ import annotations
 
 import warnings
@@ -25,13 +26,22 @@ class CheckpointMixin:
         if not self.dist.main:
             return
         state = vars(self.state).copy()
-        state["window"] = {k: float(v) if torch.is_tensor(v) else v for k, v in state["window"].items()}
-        self.ckpt.save({
-            "model": self.module.state_dict(), "optimizer": self.opt.state_dict(),
-            "scheduler": self.sched.state_dict(), "state": state,
-            "rng": rng, "cuda_rng": cuda_rng, "world": self.dist.world,
-            **({"scaler": self.scaler.state_dict()} if self.scaler else {}), **self.extra,
-        })
+        state["window"] = {
+            k: float(v) if torch.is_tensor(v) else v for k, v in state["window"].items()
+        }
+        self.ckpt.save(
+            {
+                "model": self.module.state_dict(),
+                "optimizer": self.opt.state_dict(),
+                "scheduler": self.sched.state_dict(),
+                "state": state,
+                "rng": rng,
+                "cuda_rng": cuda_rng,
+                "world": self.dist.world,
+                **({"scaler": self.scaler.state_dict()} if self.scaler else {}),
+                **self.extra,
+            }
+        )
 
     def resume(self) -> Optional[dict]:
         """Load the newest complete checkpoint (rank 0 reads it and sends it to the others)."""
@@ -50,7 +60,10 @@ class CheckpointMixin:
             if ck["cuda_rng"] and self.device.type == "cuda":
                 torch.cuda.set_rng_state(ck["cuda_rng"][r], self.device)
         else:  # a different process count cannot replay the same dropout masks anyway
-            warnings.warn(f"checkpoint was written by {ck.get('world', 1)} process(es), this run has "
-                          f"{self.dist.world}: resuming with fresh per-rank random streams", stacklevel=2)
+            warnings.warn(
+                f"checkpoint was written by {ck.get('world', 1)} process(es), this run has "
+                f"{self.dist.world}: resuming with fresh per-rank random streams",
+                stacklevel=2,
+            )
             torch.manual_seed(self.seed * 1_000_003 + r + 7919 * self.state.step)
         return ck

@@ -3,6 +3,7 @@
 ``python -m normlab`` lists the commands; ``<command> --version`` prints :func:`version_text`.
 Versions are read from the installed packages' metadata, so ``--version`` does not import torch.
 """
+
 from __future__ import annotations
 
 import platform
@@ -11,13 +12,36 @@ from importlib import metadata
 from . import __version__
 
 COMMANDS = (
-    ("normlab-train", "normlab.train:main", "train one (task, norm, scale, seed) job, or a --multirun sweep"),
-    ("normlab-tune", "normlab.tune:cli", "an Optuna search over any config keys, one normlab-train job per trial"),
-    ("normlab-eval", "normlab.evaluate:main", "re-compute a trained run's metrics from a checkpoint; translate a test set"),
-    ("normlab-export", "normlab.export:main", "a trained model that loads without normlab's training code"),
-    ("normlab-report", "normlab.report.cli:main", "tables, findings and figures from run directories"),
-    ("normlab-wandb-dashboard", "normlab.integrations.wandb_dashboard:main",
-     "the paper's panels as a wandb Report, built in code"),
+    (
+        "normlab-train",
+        "normlab.train:main",
+        "train one (task, norm, scale, seed) job, or a --multirun sweep",
+    ),
+    (
+        "normlab-tune",
+        "normlab.tune:cli",
+        "an Optuna search over any config keys, one normlab-train job per trial",
+    ),
+    (
+        "normlab-eval",
+        "normlab.evaluate:main",
+        "re-compute a trained run's metrics from a checkpoint; translate a test set",
+    ),
+    (
+        "normlab-export",
+        "normlab.export:main",
+        "a trained model that loads without normlab's training code",
+    ),
+    (
+        "normlab-report",
+        "normlab.report.cli:main",
+        "tables, findings and figures from run directories",
+    ),
+    (
+        "normlab-wandb-dashboard",
+        "normlab.integrations.wandb_dashboard:main",
+        "the paper's panels as a wandb Report, built in code",
+    ),
 )
 
 
@@ -29,8 +53,10 @@ def _version(dist: str) -> str:
 
 
 def version_text() -> str:
-    return (f"normlab {__version__} (torch {_version('torch')}, hydra-core {_version('hydra-core')}, "
-            f"Python {platform.python_version()})")
+    return (
+        f"normlab {__version__} (torch {_version('torch')}, hydra-core {_version('hydra-core')}, "
+        f"Python {platform.python_version()})"
+    )
 
 
 def main() -> int:
@@ -39,5 +65,7 @@ def main() -> int:
     print("\ncommands (each has --help and --version):")
     for name, _, what in COMMANDS:
         print(f"  {name:<{width}}  {what}")
-    print("\nstart with: normlab-train task=rt norm=adanorm scale=mini   (README.md, docs/exit-codes.md)")
+    print(
+        "\nstart with: normlab-train task=rt norm=adanorm scale=mini   (README.md, docs/exit-codes.md)"
+    )
     return 0

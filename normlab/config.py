@@ -6,6 +6,7 @@ preset/<task>/<scale>.yaml < command line) and checks key names (every node is i
 ranges and cross-key rules (d_model divisible by heads, a positive batch, a valid norm option),
 checked once before anything is written; the result is one ``Job`` that every later step takes.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -21,34 +22,45 @@ from .errors import ConfigError
 from .norms import norm_factory
 from .schedule import SCHEDULES
 
-__all__ = ["CONFIGS", "RUNTIME_KEYS", "ConfigError", "Job", "TrainConfig", "load_job", "train_config",
-           "same_experiment"]
+__all__ = [
+    "CONFIGS",
+    "RUNTIME_KEYS",
+    "ConfigError",
+    "Job",
+    "TrainConfig",
+    "load_job",
+    "train_config",
+    "same_experiment",
+]
 
 
 @dataclass
 class TrainConfig:
     """The trainer's keys and their defaults, in one place; every task's ``train:`` section and
     the command line override them (``task.train.lr=1e-3``)."""
-    optimizer: str = "adam"            # adam | adamw (weight decay never on 1-D tensors)
+
+    optimizer: str = "adam"  # adam | adamw (weight decay never on 1-D tensors)
     lr: float = 5e-4
     betas: List[float] = field(default_factory=lambda: [0.9, 0.98])
     adam_eps: float = 1e-8
     weight_decay: float = 0.0
-    schedule: str = "inverse_sqrt"     # constant | inverse_sqrt | linear | cosine, after linear warm-up
+    schedule: str = (
+        "inverse_sqrt"  # constant | inverse_sqrt | linear | cosine, after linear warm-up
+    )
     warmup_steps: int = 0
-    warmup_init_ratio: float = 0.0     # lr at step 0 as a fraction of the peak (fairseq: 1e-7/lr)
+    warmup_init_ratio: float = 0.0  # lr at step 0 as a fraction of the peak (fairseq: 1e-7/lr)
     min_lr_ratio: float = 0.0
-    clip_norm: float = 0.0             # 0 = no clipping (the official IWSLT recipe)
+    clip_norm: float = 0.0  # 0 = no clipping (the official IWSLT recipe)
     max_epochs: int = 1
-    max_steps: int = 0                 # > 0 overrides max_epochs
-    eval_every: int = 0                # steps; 0 = at the end of each epoch
+    max_steps: int = 0  # > 0 overrides max_epochs
+    eval_every: int = 0  # steps; 0 = at the end of each epoch
     log_every: int = 10
-    checkpoint_every: int = 0          # extra checkpoints between evaluations
-    patience: int = 0                  # evaluations without improvement before stopping; 0 = off
-    select: str = "metric"             # choose the best checkpoint on the valid "metric" or "loss"
-    diverge_loss: float = 1e4          # a train loss above this (or NaN/inf) ends the run as diverged
-    probe_every: int = 0               # log Theorem-1 gradient statistics every N steps; 0 = off
-    update_freq: int = 1               # micro-batches per optimizer step (fairseq --update-freq)
+    checkpoint_every: int = 0  # extra checkpoints between evaluations
+    patience: int = 0  # evaluations without improvement before stopping; 0 = off
+    select: str = "metric"  # choose the best checkpoint on the valid "metric" or "loss"
+    diverge_loss: float = 1e4  # a train loss above this (or NaN/inf) ends the run as diverged
+    probe_every: int = 0  # log Theorem-1 gradient statistics every N steps; 0 = off
+    update_freq: int = 1  # micro-batches per optimizer step (fairseq --update-freq)
 
 
 # configs/train.yaml: `trainer@task.train: default` composes this schema under every task.
@@ -75,13 +87,21 @@ def train_config(section: dict) -> TrainConfig:
     valid = [f.name for f in fields(TrainConfig)]
     unknown = sorted(set(section) - set(valid))
     if unknown:
-        close = [f"task.train.{m[0]}" for k in unknown if (m := difflib.get_close_matches(k, valid, 1))]
-        raise ConfigError(f"unknown key(s) {[f'task.train.{k}' for k in unknown]}; valid keys: {valid}"
-                          + (f"; did you mean {', '.join(close)}?" if close else ""))
+        close = [
+            f"task.train.{m[0]}" for k in unknown if (m := difflib.get_close_matches(k, valid, 1))
+        ]
+        raise ConfigError(
+            f"unknown key(s) {[f'task.train.{k}' for k in unknown]}; valid keys: {valid}"
+            + (f"; did you mean {', '.join(close)}?" if close else "")
+        )
     for f in fields(TrainConfig):
         default = f.default if f.default is not MISSING else f.default_factory()
         if f.name in section and not _type_ok(section[f.name], default):
-            raise _bad(f"task.train.{f.name}", section[f.name], f"expected a {type(default).__name__} like {default!r}")
+            raise _bad(
+                f"task.train.{f.name}",
+                section[f.name],
+                f"expected a {type(default).__name__} like {default!r}",
+            )
     t = TrainConfig(**section)
     checks = [
         ("lr", t.lr > 0, "the learning rate must be positive, e.g. 5e-4"),
@@ -90,13 +110,23 @@ def train_config(section: dict) -> TrainConfig:
         ("select", t.select in ("metric", "loss"), "must be 'metric' or 'loss'"),
         ("max_epochs", t.max_epochs >= 0, "must be >= 0"),
         ("max_steps", t.max_steps >= 0, "must be >= 0 (0 = use max_epochs)"),
-        ("max_epochs", t.max_epochs > 0 or t.max_steps > 0, "set max_epochs or max_steps to a positive number"),
+        (
+            "max_epochs",
+            t.max_epochs > 0 or t.max_steps > 0,
+            "set max_epochs or max_steps to a positive number",
+        ),
         ("log_every", t.log_every > 0, "must be a positive number of steps"),
-        ("diverge_loss", t.diverge_loss > 0, "must be positive (a train loss above it ends the run)"),
+        (
+            "diverge_loss",
+            t.diverge_loss > 0,
+            "must be positive (a train loss above it ends the run)",
+        ),
         ("clip_norm", t.clip_norm >= 0, "must be >= 0 (0 = no clipping)"),
         ("update_freq", t.update_freq >= 1, "must be >= 1 micro-batches per optimizer step"),
-    ] + [(k, getattr(t, k) >= 0, "must be >= 0 (0 = off)")
-         for k in ("eval_every", "checkpoint_every", "patience", "probe_every", "warmup_steps")]
+    ] + [
+        (k, getattr(t, k) >= 0, "must be >= 0 (0 = off)")
+        for k in ("eval_every", "checkpoint_every", "patience", "probe_every", "warmup_steps")
+    ]
     for key, ok, want in checks:
         if not ok:
             raise _bad(f"task.train.{key}", getattr(t, key), want)
@@ -105,6 +135,7 @@ def train_config(section: dict) -> TrainConfig:
 
 def check_task(task: dict) -> None:
     """Hyperparameters every task shares, checked before anything is built."""
+
     def walk(node, where):
         if not isinstance(node, dict):
             return
@@ -114,10 +145,16 @@ def check_task(task: dict) -> None:
                 raise _bad(f"{where}.heads", h, "must be a positive number of attention heads")
             if d <= 0 or d % h:
                 divisors = [k for k in range(1, min(d, 16) + 1) if d > 0 and d % k == 0]
-                raise _bad(f"{where}.d_model", d, f"must be positive and divisible by {where}.heads={h}; "
-                           f"choose heads in {divisors} or another d_model", f"{where}.heads")
+                raise _bad(
+                    f"{where}.d_model",
+                    d,
+                    f"must be positive and divisible by {where}.heads={h}; "
+                    f"choose heads in {divisors} or another d_model",
+                    f"{where}.heads",
+                )
         for k, v in node.items():
             walk(v, f"{where}.{k}")
+
     walk(task.get("model"), "task.model")
     data = task.get("data") or {}
     sizes = {k: data[k] for k in ("batch_size", "max_tokens") if k in data}
@@ -126,17 +163,22 @@ def check_task(task: dict) -> None:
             raise _bad(f"task.data.{k}", v, "must be a non-negative integer")
     if sizes and not any(sizes.values()):
         key = "batch_size" if "batch_size" in sizes else "max_tokens"
-        raise _bad(f"task.data.{key}", sizes[key], "a batch needs a positive size: set task.data.batch_size "
-                   "(examples) or task.data.max_tokens (tokens) above 0")
+        raise _bad(
+            f"task.data.{key}",
+            sizes[key],
+            "a batch needs a positive size: set task.data.batch_size "
+            "(examples) or task.data.max_tokens (tokens) above 0",
+        )
 
 
 @dataclass
 class Job:
     """One job's config, resolved and checked once."""
-    cfg: DictConfig          # the composed config, interpolations resolved, read-only
-    config: dict             # the same as plain data: what config.yaml holds
+
+    cfg: DictConfig  # the composed config, interpolations resolved, read-only
+    config: dict  # the same as plain data: what config.yaml holds
     train: TrainConfig
-    setting: dict            # hyperparameters that differ from the task/norm/scale defaults
+    setting: dict  # hyperparameters that differ from the task/norm/scale defaults
 
     def __getattr__(self, key):  # job.task, job.norm, job.seed, ... read through to the config
         if key.startswith("_") or key in ("cfg", "config", "train", "setting"):
@@ -153,42 +195,63 @@ def load_job(cfg: DictConfig, overrides: Optional[list[str]] = None) -> Job:
     config = OmegaConf.to_container(cfg, resolve=True)
     task = config["task"]
     if task.get("name") not in TASKS:
-        raise ConfigError(f"task.name: unknown task {task.get('name')!r}; valid tasks: {', '.join(sorted(TASKS))} "
-                          "(normlab/configs/task/<name>.yaml)")
+        raise ConfigError(
+            f"task.name: unknown task {task.get('name')!r}; valid tasks: {', '.join(sorted(TASKS))} "
+            "(normlab/configs/task/<name>.yaml)"
+        )
     try:
         train = train_config(task.get("train") or {})
         check_task(task)
     except ConfigError as e:
         if getattr(e, "keys", None):
-            where = "; ".join(f"{k} {origin(k, task.get('name'), config.get('scale'), overrides or [])}"
-                              for k in e.keys)
+            where = "; ".join(
+                f"{k} {origin(k, task.get('name'), config.get('scale'), overrides or [])}"
+                for k in e.keys
+            )
             raise ConfigError(f"{e} ({where})") from None
         raise
     norm = config["norm"]
     try:
         norm_factory(norm["name"], **(norm.get("options") or {}))
     except ValueError as e:
-        raise ConfigError(f"norm={norm['name']}: {e}; see normlab/configs/norm/{norm['name']}.yaml") from None
+        raise ConfigError(
+            f"norm={norm['name']}: {e}; see normlab/configs/norm/{norm['name']}.yaml"
+        ) from None
     try:
-        accel.check(config.get("precision", "fp32"), config.get("compile", False), config.get("deterministic", True))
+        accel.check(
+            config.get("precision", "fp32"),
+            config.get("compile", False),
+            config.get("deterministic", True),
+        )
     except ValueError as e:
         raise ConfigError(f"{e} (normlab/configs/train.yaml or the command line)") from None
-    for backend in ("wandb", "tensorboard"):   # switched on by booleans (normlab/configs/logger/*.yaml)
+    for backend in (
+        "wandb",
+        "tensorboard",
+    ):  # switched on by booleans (normlab/configs/logger/*.yaml)
         value = (config.get("logger") or {}).get(backend, False)
         if not isinstance(value, bool):
-            raise ConfigError(f"logger.{backend}={value!r}: must be true or false (normlab/configs/logger/*.yaml)")
+            raise ConfigError(
+                f"logger.{backend}={value!r}: must be true or false (normlab/configs/logger/*.yaml)"
+            )
     if not isinstance(config.get("seed"), int) or config["seed"] < 0:
         raise ConfigError(f"seed={config.get('seed')!r}: must be an integer >= 0")
     threads = config.get("threads", 0)
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
-        raise ConfigError(f"threads={threads!r}: must be an integer >= 1, or 0 for torch's default "
-                          "(normlab/configs/train.yaml or the command line)")
+        raise ConfigError(
+            f"threads={threads!r}: must be an integer >= 1, or 0 for torch's default "
+            "(normlab/configs/train.yaml or the command line)"
+        )
     if config.get("resume", "auto") not in ("auto", "restart"):
-        raise ConfigError(f"resume={config.get('resume')!r}: must be auto (go on from the newest readable checkpoint) "
-                          "or restart (an unfinished run starts over from step 0)")
+        raise ConfigError(
+            f"resume={config.get('resume')!r}: must be auto (go on from the newest readable checkpoint) "
+            "or restart (an unfinished run starts over from step 0)"
+        )
     if config.get("seed_role") not in (None, "selection", "evaluation"):
-        raise ConfigError(f"seed_role={config.get('seed_role')!r}: must be selection, evaluation or null "
-                          "(normlab/configs/study/seeds.yaml)")
+        raise ConfigError(
+            f"seed_role={config.get('seed_role')!r}: must be selection, evaluation or null "
+            "(normlab/configs/study/seeds.yaml)"
+        )
     job_cfg = OmegaConf.create(config)
     OmegaConf.set_readonly(job_cfg, True)
     return Job(job_cfg, config, train, varied(config))
@@ -215,5 +278,6 @@ def same_experiment(a: dict, b: dict) -> list[str]:
             return
         elif (None if x is _MISSING else x) != (None if y is _MISSING else y):
             diffs.append(prefix.rstrip("."))
+
     walk(a, b, "")
     return diffs

@@ -5,6 +5,7 @@ The console still gets everything; the file gets it too once the run directory e
 refused on bad input writes no file). Progress-bar redraws (chunks with a carriage return) stay on
 the terminal only; a log gets the training loop's per-tenth lines instead (normlab.progress).
 """
+
 from __future__ import annotations
 
 import sys
@@ -30,7 +31,7 @@ class _Tee:
     def isatty(self) -> bool:
         return self.stream.isatty()
 
-    def __getattr__(self, name):   # fileno, encoding, ...: the console's
+    def __getattr__(self, name):  # fileno, encoding, ...: the console's
         return getattr(self.stream, name)
 
 
@@ -46,7 +47,7 @@ class ConsoleLog:
             return
         self.file = open(self.path, "a", encoding="utf-8")
         self.file.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(sys.argv)}\n")
-        self.file.flush()   # a job killed outright still leaves its header
+        self.file.flush()  # a job killed outright still leaves its header
         self._saved = (sys.stdout, sys.stderr)
         sys.stdout, sys.stderr = _Tee(sys.stdout, self.file), _Tee(sys.stderr, self.file)
 

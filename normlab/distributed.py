@@ -8,6 +8,7 @@ summation order). Only rank 0 touches the run directory; it broadcasts what the 
 (decisions, errors, the checkpoint) as bytes, so no shared filesystem is required and nothing is
 ever unpickled.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -28,7 +29,7 @@ class Dist:
     world: int = 1
     local_rank: int = 0
     device: torch.device = torch.device("cpu")
-    group: Any = None          # gloo group for small CPU messages (None = the default group)
+    group: Any = None  # gloo group for small CPU messages (None = the default group)
 
     @property
     def enabled(self) -> bool:
@@ -58,42 +59,71 @@ def launcher_env(env: dict) -> dict:
     if env.get("SUBMITIT_EXECUTOR"):
         try:
             from submitit import JobEnvironment
+
             job = JobEnvironment()
-            ranks = (job.global_rank, job.num_tasks, job.local_rank, job.hostnames[0], str(job.job_id))
+            ranks = (
+                job.global_rank,
+                job.num_tasks,
+                job.local_rank,
+                job.hostnames[0],
+                str(job.job_id),
+            )
         except Exception:  # not inside a submitit job after all
             ranks = None
     elif int(env.get("SLURM_NTASKS", "1")) > 1 and "SLURM_PROCID" in env:
-        ranks = (env["SLURM_PROCID"], env["SLURM_NTASKS"], env.get("SLURM_LOCALID", "0"),
-                 env.get("SLURM_LAUNCH_NODE_IPADDR", "127.0.0.1"), env.get("SLURM_JOB_ID", "0"))
+        ranks = (
+            env["SLURM_PROCID"],
+            env["SLURM_NTASKS"],
+            env.get("SLURM_LOCALID", "0"),
+            env.get("SLURM_LAUNCH_NODE_IPADDR", "127.0.0.1"),
+            env.get("SLURM_JOB_ID", "0"),
+        )
     else:
         ranks = None
     if ranks is None or int(ranks[1]) <= 1:
         return {}
     rank, world, local, master, job_id = ranks
-    return {"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(local),
-            "MASTER_ADDR": env.get("MASTER_ADDR", master),
-            "MASTER_PORT": env.get("MASTER_PORT", str(20000 + zlib.crc32(job_id.encode()) % 20000))}
+    return {
+        "RANK": str(rank),
+        "WORLD_SIZE": str(world),
+        "LOCAL_RANK": str(local),
+        "MASTER_ADDR": env.get("MASTER_ADDR", master),
+        "MASTER_PORT": env.get("MASTER_PORT", str(20000 + zlib.crc32(job_id.encode()) % 20000)),
+    }
 
 
 def check_device(name) -> None:
     """ConfigError unless ``device=name`` names a device this machine has (before anything runs)."""
     from .errors import ConfigError
+
     if name in ("auto", "cpu"):
         return
     try:
         dev = torch.device(str(name))
     except (RuntimeError, ValueError):
-        raise ConfigError(f"device={name!r}: not a device name; use auto, cpu, cuda or cuda:N") from None
+        raise ConfigError(
+            f"device={name!r}: not a device name; use auto, cpu, cuda or cuda:N"
+        ) from None
     if dev.type == "cuda":
         n = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if n == 0:
-            why = "this torch is built without CUDA" if torch.version.cuda is None else "no CUDA device is visible"
-            raise ConfigError(f"device={name}: {why}; use device=cpu, or device=auto (a GPU when there is one)")
+            why = (
+                "this torch is built without CUDA"
+                if torch.version.cuda is None
+                else "no CUDA device is visible"
+            )
+            raise ConfigError(
+                f"device={name}: {why}; use device=cpu, or device=auto (a GPU when there is one)"
+            )
         if dev.index is not None and dev.index >= n:
-            raise ConfigError(f"device={name}: this machine has {n} CUDA device(s), cuda:0 to cuda:{n - 1}")
+            raise ConfigError(
+                f"device={name}: this machine has {n} CUDA device(s), cuda:0 to cuda:{n - 1}"
+            )
     elif dev.type == "mps":
         if not torch.backends.mps.is_available():
-            raise ConfigError(f"device={name}: MPS is not available here; use device=cpu or device=auto")
+            raise ConfigError(
+                f"device={name}: MPS is not available here; use device=cpu or device=auto"
+            )
     elif dev.type != "cpu":
         raise ConfigError(f"device={name}: normlab runs on auto, cpu, cuda or cuda:N")
 
@@ -123,7 +153,9 @@ def init(device: str = "auto") -> Dist:
         torch.cuda.set_device(dev)
     # A generous timeout: rank 0 alone preprocesses data and evaluates while others wait.
     timeout = datetime.timedelta(minutes=int(os.environ.get("NORMLAB_DIST_TIMEOUT_MIN", "60")))
-    dist.init_process_group("nccl" if cuda else "gloo", timeout=timeout, device_id=dev if cuda else None)
+    dist.init_process_group(
+        "nccl" if cuda else "gloo", timeout=timeout, device_id=dev if cuda else None
+    )
     group = dist.new_group(backend="gloo", timeout=timeout) if cuda else None
     _CTX = Dist(rank, world, local, dev, group)
     return _CTX
@@ -152,13 +184,20 @@ def shard(batch: Any, rank: int, world: int) -> tuple[Any, bool]:
         if isinstance(x, (list, tuple)):
             return type(x)(cut(v) for v in x)
         return x
+
     return cut(batch), real
 
 
 def _first_len(batch: Any) -> Optional[int]:
     if torch.is_tensor(batch) and batch.dim() > 0:
         return batch.shape[0]
-    items = batch.values() if isinstance(batch, dict) else batch if isinstance(batch, (list, tuple)) else ()
+    items = (
+        batch.values()
+        if isinstance(batch, dict)
+        else batch
+        if isinstance(batch, (list, tuple))
+        else ()
+    )
     for v in items:
         n = _first_len(v)
         if n is not None:
@@ -177,6 +216,7 @@ def global_loss(ctx: Dist, loss: torch.Tensor, units: float) -> tuple[float, flo
 
 # --- rank 0 decides, the others follow -----------------------------------------------------------
 
+
 def broadcast_bytes(ctx: Dist, data: Optional[bytes]) -> bytes:
     """Rank 0's ``data`` on every rank (a length, then the bytes, over the CPU group)."""
     n = torch.tensor([len(data) if ctx.main else 0], dtype=torch.int64)
@@ -184,7 +224,11 @@ def broadcast_bytes(ctx: Dist, data: Optional[bytes]) -> bytes:
     size = int(n.item())
     if size == 0:
         return b""
-    buf = torch.frombuffer(bytearray(data), dtype=torch.uint8) if ctx.main else torch.empty(size, dtype=torch.uint8)
+    buf = (
+        torch.frombuffer(bytearray(data), dtype=torch.uint8)
+        if ctx.main
+        else torch.empty(size, dtype=torch.uint8)
+    )
     dist.broadcast(buf, 0, group=ctx.group)
     return data if ctx.main else buf.numpy().tobytes()
 
@@ -213,7 +257,9 @@ def on_main(ctx: Dist, fn: Callable[[], Any], errors: tuple = ()) -> Any:
         try:
             value = fn()
         except Exception as e:
-            broadcast_bytes(ctx, json.dumps({"ok": False, "type": type(e).__name__, "error": str(e)}).encode())
+            broadcast_bytes(
+                ctx, json.dumps({"ok": False, "type": type(e).__name__, "error": str(e)}).encode()
+            )
             raise
         broadcast_bytes(ctx, json.dumps({"ok": True, "value": value}, default=str).encode())
         return value

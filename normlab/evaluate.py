@@ -8,6 +8,7 @@ exactly. Translation runs decode the test set (and, with ``--generate``, the val
 ``task.eval``'s search, ``--beam``/``--lenpen`` changing it, and write hypotheses and references,
 tokenized and detokenized, under ``--results-path``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,12 +32,18 @@ def expand(items: list[str]) -> list[Path]:
     """Run directories from paths, quoted globs, and folders searched for run directories."""
     out: list[Path] = []
     for item in items:
-        paths = [Path(p) for p in sorted(glob.glob(item))] if any(c in item for c in "*?[") else [Path(item)]
+        paths = (
+            [Path(p) for p in sorted(glob.glob(item))]
+            if any(c in item for c in "*?[")
+            else [Path(item)]
+        )
         if not paths:
             raise ConfigError(f"{item}: the pattern matches nothing")
         for p in paths:
             if p.is_dir() and not (p / "config.yaml").exists():
-                found = sorted(c.parent for c in p.rglob("config.yaml") if (c.parent / "checkpoints").is_dir())
+                found = sorted(
+                    c.parent for c in p.rglob("config.yaml") if (c.parent / "checkpoints").is_dir()
+                )
                 out.extend(found or [p])
             else:
                 out.append(p)
@@ -46,16 +53,25 @@ def expand(items: list[str]) -> list[Path]:
 def recorded(run_dir: Path, split: str, step: int) -> dict:
     """What the run recorded for these weights: {} when it recorded nothing for them."""
     from .rundir import read_curves, read_json
+
     if split == "valid":
-        recs = [r for r in read_curves(run_dir / "curves.jsonl") if r.get("split") == "valid" and r["step"] == step]
-        return {k: v for k, v in recs[-1].items() if k not in ("step", "split", "epoch")} if recs else {}
+        recs = [
+            r
+            for r in read_curves(run_dir / "curves.jsonl")
+            if r.get("split") == "valid" and r["step"] == step
+        ]
+        return (
+            {k: v for k, v in recs[-1].items() if k not in ("step", "split", "epoch")}
+            if recs
+            else {}
+        )
     path = run_dir / "summary.json"
     summary = read_json(path) if path.exists() else {}
     return dict(summary.get("test") or {}) if summary.get("best_step") == step else {}
 
 
 def compare(new: dict, old) -> str:
-    """"yes", "not recorded", or the first key that differs with both values; ``old`` None: the
+    """ "yes", "not recorded", or the first key that differs with both values; ``old`` None: the
     overrides change what is computed, so there is nothing to compare with."""
     if old is None:
         return "n/a (the overrides change it)"
@@ -78,12 +94,18 @@ def evaluate_run(run_dir: Path, args, overrides) -> list[dict]:
 
     from .restore import changes_numbers, restore
     from .rundir import remove_empty_dirs
+
     r = restore(run_dir, args.checkpoint, overrides)
     reference = not changes_numbers(overrides, r.recorded)
     task = r.task
     decodes = hasattr(task, "generate")
-    out_dir = Path(args.results_path) / _label(run_dir) if args.results_path else run_dir / "eval" / (
-        args.checkpoint if args.checkpoint in ("best", "last") else Path(args.checkpoint).stem)
+    out_dir = (
+        Path(args.results_path) / _label(run_dir)
+        if args.results_path
+        else run_dir
+        / "eval"
+        / (args.checkpoint if args.checkpoint in ("best", "last") else Path(args.checkpoint).stem)
+    )
     rows = []
     with torch.no_grad():
         for split in args.split:
@@ -96,10 +118,23 @@ def evaluate_run(run_dir: Path, args, overrides) -> list[dict]:
                     out_dir.mkdir(parents=True, exist_ok=True)
                     metrics = {**metrics, **task.generate(r.model, split, out_dir)}
             old = recorded(run_dir, split, r.step) if reference else None
-            rows.append({"run": str(run_dir), "task": r.job.task.name, "norm": r.job.norm.name, "seed": r.job.seed,
-                         "checkpoint": str(r.checkpoint), "step": r.step, "split": split, "metric": task.metric,
-                         "value": metrics.get(task.metric), "loss": metrics.get("loss"), "metrics": metrics,
-                         "recorded": old or {}, "matches_recorded": compare(metrics, old)})
+            rows.append(
+                {
+                    "run": str(run_dir),
+                    "task": r.job.task.name,
+                    "norm": r.job.norm.name,
+                    "seed": r.job.seed,
+                    "checkpoint": str(r.checkpoint),
+                    "step": r.step,
+                    "split": split,
+                    "metric": task.metric,
+                    "value": metrics.get(task.metric),
+                    "loss": metrics.get("loss"),
+                    "metrics": metrics,
+                    "recorded": old or {},
+                    "matches_recorded": compare(metrics, old),
+                }
+            )
     # a task whose test writes no files leaves no folder behind
     remove_empty_dirs(out_dir, Path(args.results_path) if args.results_path else run_dir)
     for row in rows:
@@ -118,8 +153,10 @@ def table(rows: list[dict]) -> str:
     for r in rows:
         value = "—" if r["value"] is None else f"{r['metric']} {r['value']:.4f}"
         loss = "—" if r["loss"] is None else f"{r['loss']:.6f}"
-        lines.append(f"| {r['run']} | {Path(r['checkpoint']).name} ({r['step']}) | {r['split']} | {value} | {loss} | "
-                     f"{r['matches_recorded']} |")
+        lines.append(
+            f"| {r['run']} | {Path(r['checkpoint']).name} ({r['step']}) | {r['split']} | {value} | {loss} | "
+            f"{r['matches_recorded']} |"
+        )
     return "\n".join(lines)
 
 
@@ -128,8 +165,19 @@ def write(rows: list[dict], path: Path) -> None:
         text = json.dumps(rows, indent=1, default=str) + "\n"
     elif path.suffix == ".csv":
         buf = io.StringIO()
-        keys = ["run", "task", "norm", "seed", "checkpoint", "step", "split", "metric", "value", "loss",
-                "matches_recorded"]
+        keys = [
+            "run",
+            "task",
+            "norm",
+            "seed",
+            "checkpoint",
+            "step",
+            "split",
+            "metric",
+            "value",
+            "loss",
+            "matches_recorded",
+        ]
         w = csv.DictWriter(buf, keys, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
@@ -142,24 +190,43 @@ def write(rows: list[dict], path: Path) -> None:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="normlab-eval", formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="normlab-eval",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Re-compute trained runs' metrics from a checkpoint, their recorded config and data, "
-                    "each beside what the run recorded for the same weights.",
+        "each beside what the run recorded for the same weights.",
         epilog="overrides: evaluation keys only, e.g. device=cuda task.data.eval_batch_size=256 task.eval.beam=4\n"
-               "exit codes: 0 done, 1 --check found a metric that differs from the record, 2 bad input "
-               "(a run directory, key or file), 5 an unreadable checkpoint")
-    p.add_argument("items", nargs="+", metavar="RUN_DIR|key=value",
-                   help="run directories (or folders holding them, or quoted globs), then evaluation overrides")
+        "exit codes: 0 done, 1 --check found a metric that differs from the record, 2 bad input "
+        "(a run directory, key or file), 5 an unreadable checkpoint",
+    )
+    p.add_argument(
+        "items",
+        nargs="+",
+        metavar="RUN_DIR|key=value",
+        help="run directories (or folders holding them, or quoted globs), then evaluation overrides",
+    )
     p.add_argument("--version", action="version", version=version_text())
-    p.add_argument("--checkpoint", default="best", help="best (the selected one, default), last, or a .pt file")
-    p.add_argument("--split", action="append", choices=SPLITS, help="valid or test (repeatable; default both)")
-    p.add_argument("--out", type=Path, help="also write the results: .json (every metric), .csv or .md")
+    p.add_argument(
+        "--checkpoint", default="best", help="best (the selected one, default), last, or a .pt file"
+    )
+    p.add_argument(
+        "--split", action="append", choices=SPLITS, help="valid or test (repeatable; default both)"
+    )
+    p.add_argument(
+        "--out", type=Path, help="also write the results: .json (every metric), .csv or .md"
+    )
     p.add_argument("--beam", type=int, help="translation: beam size (task.eval.beam; 1 = greedy)")
     p.add_argument("--lenpen", type=float, help="translation: length penalty (task.eval.lenpen)")
-    p.add_argument("--generate", action="store_true", help="translation: decode the validation split too")
-    p.add_argument("--results-path", type=Path,
-                   help="where hypotheses and references go (default RUN_DIR/eval/<checkpoint>)")
-    p.add_argument("--check", action="store_true", help="exit 1 unless every result matches its record")
+    p.add_argument(
+        "--generate", action="store_true", help="translation: decode the validation split too"
+    )
+    p.add_argument(
+        "--results-path",
+        type=Path,
+        help="where hypotheses and references go (default RUN_DIR/eval/<checkpoint>)",
+    )
+    p.add_argument(
+        "--check", action="store_true", help="exit 1 unless every result matches its record"
+    )
     return p
 
 
@@ -174,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         items.append(f"task.eval.lenpen={args.lenpen}")
     from .progress import enable_bars
     from .restore import parse_overrides
+
     enable_bars(sys.stderr.isatty())
     try:
         overrides = parse_overrides(items)

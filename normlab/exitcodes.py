@@ -4,6 +4,7 @@ docs/exit-codes.md print the table (a test checks the page against it).
 A script that drives normlab (a SLURM array, a CI job) decides from the code alone: requeue on 75,
 re-run on 130 when it wants the run finished, fix the input on 2, read traceback.txt on 3.
 """
+
 from __future__ import annotations
 
 import textwrap
@@ -14,27 +15,50 @@ BAD_INPUT = 2
 CRASHED = 3
 LOCKED = 4
 CHECKPOINT = 5
-PREEMPTED = 75      # EX_TEMPFAIL, what schedulers treat as "requeue"
-INTERRUPTED = 130   # 128 + SIGINT, the shell's code for a job stopped by Ctrl-C
+PREEMPTED = 75  # EX_TEMPFAIL, what schedulers treat as "requeue"
+INTERRUPTED = 130  # 128 + SIGINT, the shell's code for a job stopped by Ctrl-C
 # a run's status after a stop signal (normlab.stopsignals.status_of) and the code it exits with
 STOPPED = {"preempted": PREEMPTED, "interrupted": INTERRUPTED}
 
 TABLE = (
-    (OK, "completed or diverged (a diverged run is a result: status \"diverged\" in summary.json)"),
-    (COMPOSE, "Hydra could not compose the config (an unknown key or config group); the closest keys are printed"),
-    (BAD_INPUT, "bad input: a config value or data file; one line names the key or file and the fix, nothing is "
-                "written"),
-    (CRASHED, "training crashed: status \"failed\", traceback.txt in the run directory; re-running resumes"),
-    (LOCKED, "another process is training (or searching) the same run directory; wait for it or stop it"),
-    (CHECKPOINT, "every checkpoint of the run is unreadable; the message names the files; resume=restart starts "
-                 "the run over (the old checkpoints are kept aside)"),
-    (PREEMPTED, "SIGTERM or SIGUSR1: a checkpoint was written, status \"preempted\"; re-run the same command to "
-                "resume"),
-    (INTERRUPTED, "Ctrl-C (SIGINT): a checkpoint was written, status \"interrupted\"; re-run the same command to "
-                  "resume"),
+    (OK, 'completed or diverged (a diverged run is a result: status "diverged" in summary.json)'),
+    (
+        COMPOSE,
+        "Hydra could not compose the config (an unknown key or config group); the closest keys are printed",
+    ),
+    (
+        BAD_INPUT,
+        "bad input: a config value or data file; one line names the key or file and the fix, nothing is "
+        "written",
+    ),
+    (
+        CRASHED,
+        'training crashed: status "failed", traceback.txt in the run directory; re-running resumes',
+    ),
+    (
+        LOCKED,
+        "another process is training (or searching) the same run directory; wait for it or stop it",
+    ),
+    (
+        CHECKPOINT,
+        "every checkpoint of the run is unreadable; the message names the files; resume=restart starts "
+        "the run over (the old checkpoints are kept aside)",
+    ),
+    (
+        PREEMPTED,
+        'SIGTERM or SIGUSR1: a checkpoint was written, status "preempted"; re-run the same command to '
+        "resume",
+    ),
+    (
+        INTERRUPTED,
+        'Ctrl-C (SIGINT): a checkpoint was written, status "interrupted"; re-run the same command to '
+        "resume",
+    ),
 )
-MULTIRUN = ("--multirun exits with the number of failed jobs plus points whose config could not be composed "
-            "(at most 125); a preempted or interrupted job ends the sweep with 75 or 130")
+MULTIRUN = (
+    "--multirun exits with the number of failed jobs plus points whose config could not be composed "
+    "(at most 125); a preempted or interrupted job ends the sweep with 75 or 130"
+)
 
 
 def describe(code: int) -> str:
@@ -43,10 +67,16 @@ def describe(code: int) -> str:
 
 def help_text(width: int = 98) -> str:
     """The table as plain text, for ``--help``."""
-    rows = [textwrap.fill(text, width, initial_indent=f"  {code:<5}", subsequent_indent=" " * 7)
-            for code, text in TABLE]
-    return "exit codes:\n" + "\n".join(rows) + "\n" + textwrap.fill(MULTIRUN, width, initial_indent="  ",
-                                                                     subsequent_indent="  ")
+    rows = [
+        textwrap.fill(text, width, initial_indent=f"  {code:<5}", subsequent_indent=" " * 7)
+        for code, text in TABLE
+    ]
+    return (
+        "exit codes:\n"
+        + "\n".join(rows)
+        + "\n"
+        + textwrap.fill(MULTIRUN, width, initial_indent="  ", subsequent_indent="  ")
+    )
 
 
 def markdown() -> str:

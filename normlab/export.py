@@ -7,6 +7,7 @@ and, where the model allows it, a ``torch.export`` program (model.pt2) that load
 alone. The program is traced with every norm on its plain-math path, so it holds only aten ops;
 it is checked against the checkpoint's outputs before it is written.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,6 +64,7 @@ def export_program(model, inputs: tuple, outputs, path: Path, max_positions: int
     import torch
 
     from .norms import Norm
+
     for m in model.modules():
         if isinstance(m, Norm):
             m.impl = "reference"
@@ -72,6 +74,7 @@ def export_program(model, inputs: tuple, outputs, path: Path, max_positions: int
         if max_positions and x.dim() == 2 and x.dtype == torch.int64:
             return {0: batch, 1: torch.export.Dim(f"length{i}", min=2, max=max_positions)}
         return {0: batch}
+
     dynamic_dims = tuple(dims(i, x) for i, x in enumerate(inputs))
     errors = []
     for dynamic in (dynamic_dims, None):
@@ -83,8 +86,11 @@ def export_program(model, inputs: tuple, outputs, path: Path, max_positions: int
                 errors.append(f"the program's outputs differ from the checkpoint's by {diff:.3g}")
                 continue
             torch.export.save(program, path)
-            shapes = ("batch and length" if any(len(d) > 1 for d in dynamic_dims) else "batch") if dynamic else (
-                "none (" + errors[-1] + "): the example's shapes only")
+            shapes = (
+                ("batch and length" if any(len(d) > 1 for d in dynamic_dims) else "batch")
+                if dynamic
+                else ("none (" + errors[-1] + "): the example's shapes only")
+            )
             return {"file": path.name, "dynamic": shapes, "max_abs_diff": diff}
         except Exception as e:  # torch.export reports what it cannot trace in many exception types
             errors.append(f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}")
@@ -97,8 +103,11 @@ def export_run(run_dir: Path, out: Path, which: str = "best", program: bool = Tr
     from . import __version__
     from .restore import restore
     from .rundir import read_json
+
     if out.exists() and any(out.iterdir()):
-        raise ConfigError(f"--out {out}: not empty; choose a new folder (nothing there is overwritten)")
+        raise ConfigError(
+            f"--out {out}: not empty; choose a new folder (nothing there is overwritten)"
+        )
     r = restore(run_dir, which, device="cpu")
     task, model = r.task, r.model
     try:
@@ -111,31 +120,66 @@ def export_run(run_dir: Path, out: Path, which: str = "best", program: bool = Tr
     out.mkdir(parents=True, exist_ok=True)
     torch.save(model.state_dict(), out / "model.pt")
     torch.save({"inputs": inputs, "outputs": outputs}, out / "example.pt")
-    files = {"model.pt": "the weights: a state dict (torch.load(..., weights_only=True))",
-             "model.json": "the model as data: class, arguments, norm, provenance",
-             "example.pt": "inputs (the first test examples) and the checkpoint's outputs on them",
-             **task.export_files(out)}
+    files = {
+        "model.pt": "the weights: a state dict (torch.load(..., weights_only=True))",
+        "model.json": "the model as data: class, arguments, norm, provenance",
+        "example.pt": "inputs (the first test examples) and the checkpoint's outputs on them",
+        **task.export_files(out),
+    }
     summary_path = Path(run_dir) / "summary.json"
     summary = read_json(summary_path) if summary_path.exists() else {}
     with torch.no_grad():
-        prog = (export_program(model, inputs, outputs, out / "model.pt2", spec["kwargs"].get("max_positions", 0))
-                if program else {"error": "--no-program"})
+        prog = (
+            export_program(
+                model, inputs, outputs, out / "model.pt2", spec["kwargs"].get("max_positions", 0)
+            )
+            if program
+            else {"error": "--no-program"}
+        )
     if "file" in prog:
         files["model.pt2"] = "the torch.export program (loads with torch alone)"
-    meta = {"format": FORMAT, "task": r.job.task.name, "metric": task.metric, "model": spec,
-            "norm": {"name": r.job.norm.name, "options": r.job.config["norm"].get("options") or {}},
-            "inputs": [describe(x) for x in inputs], "outputs": describe(outputs), "files": files, "program": prog,
-            "source": {"run_dir": str(Path(run_dir).resolve()), "checkpoint": r.checkpoint.name, "step": r.step,
-                       "seed": r.job.seed, "git_commit": summary.get("git_commit"),
-                       "git_dirty": summary.get("git_dirty"), "test": summary.get("test") or {}},
-            "versions": {"normlab": __version__, "torch": torch.__version__}}
+    meta = {
+        "format": FORMAT,
+        "task": r.job.task.name,
+        "metric": task.metric,
+        "model": spec,
+        "norm": {"name": r.job.norm.name, "options": r.job.config["norm"].get("options") or {}},
+        "inputs": [describe(x) for x in inputs],
+        "outputs": describe(outputs),
+        "files": files,
+        "program": prog,
+        "source": {
+            "run_dir": str(Path(run_dir).resolve()),
+            "checkpoint": r.checkpoint.name,
+            "step": r.step,
+            "seed": r.job.seed,
+            "git_commit": summary.get("git_commit"),
+            "git_dirty": summary.get("git_dirty"),
+            "test": summary.get("test") or {},
+        },
+        "versions": {"normlab": __version__, "torch": torch.__version__},
+    }
     (out / "model.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
-    note = (f"Shapes: {prog['dynamic']} dynamic." if "file" in prog
-            else f"**No program for this model**: {prog['error']}. Use the module route below.")
-    (out / "README.md").write_text(RECIPE.format(
-        task=r.job.task.name, norm=r.job.norm.name, version=__version__, run_dir=run_dir, checkpoint=r.checkpoint.name,
-        step=r.step, metric=task.metric, files="\n".join(f"- `{k}`: {v}" for k, v in files.items()), folder=out,
-        program_note=note, inputs=", ".join(f"{tuple(d['shape'])} {d['dtype']}" for d in meta["inputs"])))
+    note = (
+        f"Shapes: {prog['dynamic']} dynamic."
+        if "file" in prog
+        else f"**No program for this model**: {prog['error']}. Use the module route below."
+    )
+    (out / "README.md").write_text(
+        RECIPE.format(
+            task=r.job.task.name,
+            norm=r.job.norm.name,
+            version=__version__,
+            run_dir=run_dir,
+            checkpoint=r.checkpoint.name,
+            step=r.step,
+            metric=task.metric,
+            files="\n".join(f"- `{k}`: {v}" for k, v in files.items()),
+            folder=out,
+            program_note=note,
+            inputs=", ".join(f"{tuple(d['shape'])} {d['dtype']}" for d in meta["inputs"]),
+        )
+    )
     return meta
 
 
@@ -143,9 +187,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="normlab-export",
         description="Write a trained run's model to a folder that loads without normlab's training code: "
-                    "weights, model config, vocabularies, a loading recipe and a torch.export program.",
+        "weights, model config, vocabularies, a loading recipe and a torch.export program.",
         epilog="exit codes: 0 written, 2 bad input (run directory, folder, checkpoint missing), "
-               "5 an unreadable checkpoint")
+        "5 an unreadable checkpoint",
+    )
     p.add_argument("run_dir", type=Path, help="a run directory with checkpoints/")
     p.add_argument("--out", type=Path, required=True, help="a new (or empty) folder")
     p.add_argument("--checkpoint", default="best", help="best (default), last, or a .pt file")
@@ -161,8 +206,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"normlab-export: error: {e}", file=sys.stderr)
         return CHECKPOINT
     prog = meta["program"]
-    print(f"[normlab-export] {meta['task']}/{meta['norm']['name']} step {meta['source']['step']} -> {args.out}: "
-          f"{', '.join(meta['files'])}" + ("" if "file" in prog else f"; no torch.export program ({prog['error']})"))
+    print(
+        f"[normlab-export] {meta['task']}/{meta['norm']['name']} step {meta['source']['step']} -> {args.out}: "
+        f"{', '.join(meta['files'])}"
+        + ("" if "file" in prog else f"; no torch.export program ({prog['error']})")
+    )
     return 0
 
 

@@ -1,5 +1,6 @@
 """Test-only fault injection (``NORMLAB_FAULT``): real kills, raised errors and NaN losses at
 named points of the training loop, so the failure and resume paths are tested for real."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -26,7 +27,9 @@ def parse_faults(spec: Optional[str], run_dir: Path) -> dict:
     for item in filter(None, (spec or "").split(",")):
         action, point, step, *match = item.strip().split(":", 3)
         if action not in ("kill", "raise", "nan") or point not in FAULT_POINTS:
-            raise ValueError(f"NORMLAB_FAULT item {item!r}: want kill|raise|nan:{'|'.join(FAULT_POINTS)}:STEP")
+            raise ValueError(
+                f"NORMLAB_FAULT item {item!r}: want kill|raise|nan:{'|'.join(FAULT_POINTS)}:STEP"
+            )
         if not match or match[0] in str(run_dir):
             faults[point] = (action, int(step))
     return faults

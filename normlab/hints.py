@@ -1,5 +1,6 @@
 """Messages that point at the fix: where a value came from (file:line or the command line), and
 for a key Hydra refused, the valid keys at that level and the closest one."""
+
 from __future__ import annotations
 
 import difflib
@@ -34,11 +35,14 @@ def yaml_line(path, keys: list[str]) -> Optional[int]:
 def origin(key: str, task_name: str, scale: str, overrides: list[str]) -> str:
     """Where a ``task.*`` value came from, in Hydra's merge order read backwards: the command line,
     the scale preset, the task file, or the trainer schema's default."""
-    for o in reversed(overrides):   # the last one wins, in Hydra as here
+    for o in reversed(overrides):  # the last one wins, in Hydra as here
         if o.lstrip("+~").split("=", 1)[0] == key:
             return f"set on the command line: {o}"
     sub = key.split(".")[1:]
-    for where in (CONFIGS / "preset" / str(task_name) / f"{scale}.yaml", CONFIGS / "task" / f"{task_name}.yaml"):
+    for where in (
+        CONFIGS / "preset" / str(task_name) / f"{scale}.yaml",
+        CONFIGS / "task" / f"{task_name}.yaml",
+    ):
         line = yaml_line(where, sub)
         if line:
             return f"set in {where.relative_to(CONFIGS.parent.parent)}:{line}"
@@ -64,17 +68,19 @@ def explain_unknown_keys(argv: list[str]) -> list[str]:
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     try:
-        parsed = OverridesParser.create().parse_overrides([a for a in argv if not a.startswith("-")])
+        parsed = OverridesParser.create().parse_overrides(
+            [a for a in argv if not a.startswith("-")]
+        )
         groups, keys = [], []
         for o in parsed:
             if o.is_delete() or o.key_or_group.startswith("hydra"):
                 continue
             value = next(iter(o.sweep_iterator())) if o.is_sweep_override() else o.value()
             if "." not in o.key_or_group and not isinstance(value, dict):
-                groups.append(f"{o.key_or_group}={value}")      # task=rt, norm=adanorm, scale=smoke
+                groups.append(f"{o.key_or_group}={value}")  # task=rt, norm=adanorm, scale=smoke
             elif not o.is_add():
                 keys.extend(_leaves(o.key_or_group, value))
-        if GlobalHydra.instance().is_initialized():   # called from inside a sweep
+        if GlobalHydra.instance().is_initialized():  # called from inside a sweep
             cfg = compose("train", overrides=groups)
         else:
             with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
@@ -94,10 +100,14 @@ def explain_unknown_keys(argv: list[str]) -> list[str]:
                 valid |= set(norm_options(cfg.norm.name)) - {"channels_first"}
             full = f"{parent}.{leaf}"
             if leaf in valid:
-                hints.append(f"normlab: {full} is valid but not in the config file; add it with +{full}=...")
+                hints.append(
+                    f"normlab: {full} is valid but not in the config file; add it with +{full}=..."
+                )
             else:
                 close = difflib.get_close_matches(leaf, sorted(valid), 1)
-                hints.append(f"normlab: {full} is not a config key; valid keys under {parent}: {sorted(valid)}"
-                             + (f"; did you mean {parent}.{close[0]}?" if close else ""))
+                hints.append(
+                    f"normlab: {full} is not a config key; valid keys under {parent}: {sorted(valid)}"
+                    + (f"; did you mean {parent}.{close[0]}?" if close else "")
+                )
             break
     return hints

@@ -4,6 +4,7 @@ The test metrics are those of the selected checkpoint (best.pt), the validation 
 is the one that selected it, and the last evaluation's, when it is another step, is named as such:
 a reader never puts the last evaluation's valid beside the best checkpoint's test.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -41,14 +42,18 @@ def end_line(summary: dict, run_dir: Path) -> str:
     if status in STOPPED:
         return f"{head}: {summary.get('error')}"
     if status == "failed":
-        return (f"{head} at step {steps}: {summary.get('error')}; traceback in {Path(run_dir) / 'traceback.txt'}; "
-                "re-running the command resumes from the last checkpoint")
+        return (
+            f"{head} at step {steps}: {summary.get('error')}; traceback in {Path(run_dir) / 'traceback.txt'}; "
+            "re-running the command resumes from the last checkpoint"
+        )
     last = _last_eval(run_dir, summary)
     last_part = ""
     if last is not None and last[0] != summary.get("best_step"):
         last_part = f"; last evaluation (step {last[0]}): valid {last[1]} {_num(last[2])}"
     if status == "diverged":
-        return f"{head} at step {steps} ({summary.get('error')}); kept {selected(summary)}{last_part}"
+        return (
+            f"{head} at step {steps} ({summary.get('error')}); kept {selected(summary)}{last_part}"
+        )
     metric, test = summary.get("metric"), summary.get("test") or {}
     shown = {k: test[k] for k in (metric, "loss") if k in test}
     tests = ", ".join(f"{k} {_num(v)}" for k, v in shown.items()) or "none"

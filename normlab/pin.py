@@ -9,6 +9,7 @@ is, and its run root is ``runs/<commit[:12]>`` so runs of other code are never t
 Which commit: the one the grid's committed run copies came from (``results/<scale>/runs``), so a
 fresh clone continues the grid it finds; for a grid with no copies yet, HEAD, which must be clean.
 """
+
 from __future__ import annotations
 
 import json
@@ -56,13 +57,17 @@ def commit_of_copies(where: Path, keep: Optional[Callable[[dict], bool]] = None)
     summary it accepts count (the reported ones, say)."""
     found = sorted({c for c in _copy_commits(where, keep) if c})
     if len(found) > 1:
-        raise PinError(f"{where} holds runs of {len(found)} commits ({', '.join(c[:12] for c in found)}); a table "
-                       "must not mix code versions: remove the copies of all but one commit, or discard them and "
-                       "re-train the study (--discard-staging <that folder>)")
+        raise PinError(
+            f"{where} holds runs of {len(found)} commits ({', '.join(c[:12] for c in found)}); a table "
+            "must not mix code versions: remove the copies of all but one commit, or discard them and "
+            "re-train the study (--discard-staging <that folder>)"
+        )
     return found[0] if found else None
 
 
-def _copy_commits(where: Path, keep: Optional[Callable[[dict], bool]] = None) -> Iterable[Optional[str]]:
+def _copy_commits(
+    where: Path, keep: Optional[Callable[[dict], bool]] = None
+) -> Iterable[Optional[str]]:
     for f in sorted(Path(where).rglob("summary.json")) if Path(where).exists() else []:
         try:
             s = json.loads(f.read_text())
@@ -73,8 +78,12 @@ def _copy_commits(where: Path, keep: Optional[Callable[[dict], bool]] = None) ->
         yield s.get("git_commit") and s["git_commit"] + ("-dirty" if s.get("git_dirty") else "")
 
 
-def resolve(copies: Path, requested: Optional[str] = None, working_tree: bool = False,
-            fallback: Optional[str] = None) -> tuple[str, Optional[Path], bool]:
+def resolve(
+    copies: Path,
+    requested: Optional[str] = None,
+    working_tree: bool = False,
+    fallback: Optional[str] = None,
+) -> tuple[str, Optional[Path], bool]:
     """(commit, checkout to train from, dirty) of a grid whose run copies are in ``copies``.
     Default: the copies' commit, else ``fallback`` (a sibling grid's), else a clean HEAD, trained
     from a clean worktree (checkout None: ``checkout(commit)`` makes it when there is training to
@@ -82,14 +91,18 @@ def resolve(copies: Path, requested: Optional[str] = None, working_tree: bool = 
     found = commit_of_copies(copies)
     if not working_tree:
         if found and found.endswith("-dirty"):
-            raise PinError(f"the run copies in {copies} were trained from uncommitted code (--working-tree); "
-                           "discard them (--discard-staging <that folder>) to re-train them from a commit")
+            raise PinError(
+                f"the run copies in {copies} were trained from uncommitted code (--working-tree); "
+                "discard them (--discard-staging <that folder>) to re-train them from a commit"
+            )
         return choose(requested, found or (None if requested else fallback), copies), None, False
     commit, is_dirty = head(), dirty()
     if found and found != commit + ("-dirty" if is_dirty else ""):
-        raise PinError(f"--working-tree: the run copies in {copies} come from {found[:12]}, and this checkout is "
-                       f"{commit[:12]}{' with changes' if is_dirty else ''}; drop --working-tree, or discard them "
-                           "(--discard-staging <that folder>)")
+        raise PinError(
+            f"--working-tree: the run copies in {copies} come from {found[:12]}, and this checkout is "
+            f"{commit[:12]}{' with changes' if is_dirty else ''}; drop --working-tree, or discard them "
+            "(--discard-staging <that folder>)"
+        )
     return commit, REPO, is_dirty
 
 
@@ -98,16 +111,20 @@ def choose(requested: Optional[str], copies: Optional[str], where: Path) -> str:
     if requested:
         full = git("rev-parse", "--verify", f"{requested}^{{commit}}")
         if copies and full != copies:
-            raise PinError(f"--commit {requested} is {full[:12]}, but the run copies in {where} come from "
-                           f"{copies[:12]}: continue at {copies[:12]}, or discard them (--discard-staging) to re-train at "
-                           f"{full[:12]}")
+            raise PinError(
+                f"--commit {requested} is {full[:12]}, but the run copies in {where} come from "
+                f"{copies[:12]}: continue at {copies[:12]}, or discard them (--discard-staging) to re-train at "
+                f"{full[:12]}"
+            )
         return full
     if copies:
         return copies
     if dirty():
-        raise UncommittedCode(f"the code ({', '.join(CODE)}) has uncommitted changes, and the grid is trained from a clean "
-                       "checkout of a commit: commit them first, pass --commit <rev> to train at a commit, or "
-                       "--working-tree to train from the checkout as it is")
+        raise UncommittedCode(
+            f"the code ({', '.join(CODE)}) has uncommitted changes, and the grid is trained from a clean "
+            "checkout of a commit: commit them first, pass --commit <rev> to train at a commit, or "
+            "--working-tree to train from the checkout as it is"
+        )
     return head()
 
 
@@ -120,15 +137,19 @@ def checkout(commit: str) -> Path:
         try:
             git("cat-file", "-e", f"{commit}^{{commit}}")
         except PinError:
-            raise PinError(f"commit {commit[:12]} is not in this clone (the run copies came from it): fetch it "
-                           "(git fetch --unshallow on a shallow clone), or discard the copies (--discard-staging) to "
-                           "re-train") from None
+            raise PinError(
+                f"commit {commit[:12]} is not in this clone (the run copies came from it): fetch it "
+                "(git fetch --unshallow on a shallow clone), or discard the copies (--discard-staging) to "
+                "re-train"
+            ) from None
         path.parent.mkdir(parents=True, exist_ok=True)
         git("worktree", "prune")
         git("worktree", "add", "--detach", str(path), commit)
     if git("rev-parse", "HEAD", cwd=path) != commit or dirty(path):
-        raise PinError(f"{path} is not a clean checkout of {commit[:12]}: remove it (git worktree remove --force "
-                       f"{path}) and run again")
+        raise PinError(
+            f"{path} is not a clean checkout of {commit[:12]}: remove it (git worktree remove --force "
+            f"{path}) and run again"
+        )
     return path
 
 
@@ -150,16 +171,25 @@ def root_for(base: Path, commit: str, dirty: bool = False) -> Path:
 
 def machine() -> dict:
     """Where runs were trained: host, CPU, memory, Python, torch and GPU."""
-    info = {"hostname": platform.node(), "platform": platform.platform(), "python": platform.python_version(),
-            "cpus": os.cpu_count()}
+    info = {
+        "hostname": platform.node(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+    }
     try:
-        cpu = [ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")]
+        cpu = [
+            ln.split(":", 1)[1].strip()
+            for ln in open("/proc/cpuinfo")
+            if ln.startswith("model name")
+        ]
         info["cpu"] = cpu[0] if cpu else platform.processor()
         mem = [ln.split()[1] for ln in open("/proc/meminfo") if ln.startswith("MemTotal")]
         info["memory_gb"] = round(int(mem[0]) / 2**20, 1) if mem else None
     except OSError:
         info["cpu"] = platform.processor()
     import torch
+
     info["torch"] = torch.__version__
     info["gpu"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
     return info

@@ -7,6 +7,7 @@ Bars are for a terminal. When stderr is a file or a pipe (a log, a SLURM output 
 training loop writes one line per tenth of its steps instead and the other loops write nothing:
 a bar's redraws would fill a log with carriage-return frames (about 94 KB for 3,000 steps).
 """
+
 from __future__ import annotations
 
 import sys
@@ -29,6 +30,7 @@ def bar(iterable, desc: str, **kwargs):
     if not bars_enabled():
         return iterable
     from tqdm import tqdm
+
     return tqdm(iterable, desc=desc, leave=False, dynamic_ncols=True, **kwargs)
 
 
@@ -48,8 +50,12 @@ class Lines:
         self.n += k
         if self.n >= self.next or self.n >= self.total:
             self.next = (self.n * 10 // max(self.total, 1) + 1) * self.total / 10
-            print(f"[normlab] {self.desc}: step {self.n}/{self.total} ({100 * self.n // max(self.total, 1)}%)"
-                  f"{self.postfix}, {duration(time.time() - self.start)}", file=sys.stderr, flush=True)
+            print(
+                f"[normlab] {self.desc}: step {self.n}/{self.total} ({100 * self.n // max(self.total, 1)}%)"
+                f"{self.postfix}, {duration(time.time() - self.start)}",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def set_postfix(self, **kv) -> None:
         self.postfix = "".join(f", {k} {v}" for k, v in kv.items())
@@ -61,9 +67,17 @@ class Lines:
 def training_bar(total: int, initial: int, desc: str, enabled: bool):
     """A tqdm bar on a terminal, :class:`Lines` in a log, nothing when ``enabled`` is false."""
     from tqdm import tqdm
+
     if enabled and not _terminal():
         return Lines(total, initial, desc)
-    return tqdm(total=total, initial=initial, disable=not enabled, desc=desc, dynamic_ncols=True, leave=False)
+    return tqdm(
+        total=total,
+        initial=initial,
+        disable=not enabled,
+        desc=desc,
+        dynamic_ncols=True,
+        leave=False,
+    )
 
 
 def duration(s: float) -> str:

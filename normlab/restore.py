@@ -2,6 +2,7 @@
 and data, and its model with one checkpoint's weights. What ``normlab-eval`` and ``normlab-export``
 start from; every failure on user input is a ConfigError or DataError naming the file or key.
 """
+
 from __future__ import annotations
 
 import os
@@ -19,8 +20,16 @@ from .rundir import Checkpoints, read_yaml
 
 # Keys that change how a run is evaluated, never what was trained. The first group changes no
 # number beyond float rounding (where the run is evaluated, how big its batches are).
-NEUTRAL_KEYS = ("device", "threads", "progress", "paths.data_dir", "paths.cache_dir",
-                "task.data.eval_batch_size", "task.data.eval_max_tokens", "task.eval.batch_size")
+NEUTRAL_KEYS = (
+    "device",
+    "threads",
+    "progress",
+    "paths.data_dir",
+    "paths.cache_dir",
+    "task.data.eval_batch_size",
+    "task.data.eval_max_tokens",
+    "task.eval.batch_size",
+)
 EVAL_KEYS = NEUTRAL_KEYS + ("task.eval.", "task.data.eval_len")
 CHECKPOINTS = ("best", "last")
 
@@ -36,8 +45,10 @@ def parse_overrides(items: Sequence[str]) -> list[tuple[str, Any]]:
             raise ConfigError(f"{item!r}: an override is key=value, e.g. task.eval.beam=4")
         if not any(key == k or (k.endswith(".") and key.startswith(k)) for k in EVAL_KEYS):
             allowed = ", ".join(k + "*" if k.endswith(".") else k for k in EVAL_KEYS)
-            raise ConfigError(f"{key}: a training key; only evaluation keys may change ({allowed}); to change "
-                              "training, train a new run")
+            raise ConfigError(
+                f"{key}: a training key; only evaluation keys may change ({allowed}); to change "
+                "training, train a new run"
+            )
         try:
             value = yaml.safe_load(text) if text else None
         except yaml.YAMLError:
@@ -50,23 +61,35 @@ def changes_numbers(overrides: Sequence[tuple[str, Any]], config: dict) -> bool:
     """Whether the overrides change what is computed from the run's recorded ``config`` (another
     beam, context length), so that the run's recorded metrics are no reference for them."""
     cfg = OmegaConf.create(config)
-    return any(key not in NEUTRAL_KEYS and OmegaConf.select(cfg, key, default=None) != value
-               for key, value in overrides)
+    return any(
+        key not in NEUTRAL_KEYS and OmegaConf.select(cfg, key, default=None) != value
+        for key, value in overrides
+    )
 
 
 def read_config(run_dir: Path) -> dict:
     path = Path(run_dir) / "config.yaml"
     if not Path(run_dir).is_dir():
-        raise ConfigError(f"{run_dir}: not a directory; give a run directory "
-                          "(runs/<scale>/<name>/<task>/<norm>/seed<N>)")
+        raise ConfigError(
+            f"{run_dir}: not a directory; give a run directory "
+            "(runs/<scale>/<name>/<task>/<norm>/seed<N>)"
+        )
     if not path.is_file():
         raise ConfigError(f"{path}: missing; {run_dir} is not a normlab run directory")
     try:
         config = read_yaml(path)
     except (yaml.YAMLError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{path}: cannot be read as YAML ({type(e).__name__}); restore the file") from None
-    if not isinstance(config, dict) or not isinstance(config.get("task"), dict) or "norm" not in config:
-        raise ConfigError(f"{path}: not a normlab run config (no task or norm section); restore the file")
+        raise ConfigError(
+            f"{path}: cannot be read as YAML ({type(e).__name__}); restore the file"
+        ) from None
+    if (
+        not isinstance(config, dict)
+        or not isinstance(config.get("task"), dict)
+        or "norm" not in config
+    ):
+        raise ConfigError(
+            f"{path}: not a normlab run config (no task or norm section); restore the file"
+        )
     return config
 
 
@@ -76,7 +99,9 @@ def apply(config: dict, overrides: Sequence[tuple[str, Any]], run_dir: Path) -> 
     for key, value in overrides:
         if OmegaConf.select(config, key, default=KeyError) is KeyError:
             task = OmegaConf.select(config, "task.name")
-            raise ConfigError(f"{key}: run {run_dir} (task {task}) has no such key; see its config.yaml")
+            raise ConfigError(
+                f"{key}: run {run_dir} (task {task}) has no such key; see its config.yaml"
+            )
         OmegaConf.update(config, key, value, merge=False)
     return OmegaConf.to_container(config)
 
@@ -86,8 +111,10 @@ def default_paths(config: dict, overrides: Sequence[tuple[str, Any]]) -> dict:
     (a run trained elsewhere) gives way to $NORMLAB_DATA / $NORMLAB_CACHE, else ./data and ./.cache."""
     given = {k for k, _ in overrides}
     paths = dict(config.get("paths") or {})
-    defaults = {"data_dir": os.environ.get("NORMLAB_DATA", "data"),
-                "cache_dir": os.environ.get("NORMLAB_CACHE", ".cache/normlab")}
+    defaults = {
+        "data_dir": os.environ.get("NORMLAB_DATA", "data"),
+        "cache_dir": os.environ.get("NORMLAB_CACHE", ".cache/normlab"),
+    }
     for key, fallback in defaults.items():
         if f"paths.{key}" not in given and (not paths.get(key) or not Path(paths[key]).exists()):
             paths[key] = str(Path(fallback).resolve())
@@ -99,14 +126,18 @@ def checkpoint_file(run_dir: Path, which: str) -> Path:
     if which not in CHECKPOINTS:
         path = Path(which)
         if not path.is_file():
-            raise ConfigError(f"--checkpoint {which}: no such file; use best, last or a checkpoint file")
+            raise ConfigError(
+                f"--checkpoint {which}: no such file; use best, last or a checkpoint file"
+            )
         return path
     path = Checkpoints(run_dir).dir / f"{which}.pt"
     if not path.is_file():
         found = sorted(p.name for p in path.parent.glob("*.pt")) if path.parent.is_dir() else []
         there = "found " + ", ".join(found) if found else "no checkpoints/ folder"
-        raise ConfigError(f"{run_dir}: no checkpoint {path.name} ({there}"
-                          "); committed run copies keep none: evaluate the run directory that trained it")
+        raise ConfigError(
+            f"{run_dir}: no checkpoint {path.name} ({there}"
+            "); committed run copies keep none: evaluate the run directory that trained it"
+        )
     return path
 
 
@@ -115,8 +146,9 @@ def load_weights(path: Path) -> tuple[dict, int]:
     try:
         ck = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:
-        raise CheckpointError(f"{path}: unreadable ({type(e).__name__}); restore it or use another "
-                              "--checkpoint") from None
+        raise CheckpointError(
+            f"{path}: unreadable ({type(e).__name__}); restore it or use another --checkpoint"
+        ) from None
     if not isinstance(ck, dict) or "model" not in ck:
         raise CheckpointError(f"{path}: not a normlab checkpoint (no 'model' entry)")
     step = ck.get("step", (ck.get("state") or {}).get("step", -1))
@@ -132,11 +164,15 @@ class Restored:
     checkpoint: Path
     step: int
     device: torch.device
-    recorded: dict           # config.yaml as the run wrote it, before the overrides
+    recorded: dict  # config.yaml as the run wrote it, before the overrides
 
 
-def restore(run_dir: Path, which: str = "best", overrides: Sequence[tuple[str, Any]] = (),
-            device: Optional[str] = None) -> Restored:
+def restore(
+    run_dir: Path,
+    which: str = "best",
+    overrides: Sequence[tuple[str, Any]] = (),
+    device: Optional[str] = None,
+) -> Restored:
     """The run's task (data set up) and model (eval mode, on its device) with the checkpoint's weights."""
     from . import distributed, runner
     from .norms import norm_factory
@@ -149,15 +185,20 @@ def restore(run_dir: Path, which: str = "best", overrides: Sequence[tuple[str, A
     path = checkpoint_file(run_dir, which)
     state, step = load_weights(path)
     dev = distributed.pick_device(device or job.get("device", "auto"))
-    task = get_task_class(job.task.name)(job.cfg.task, Path(job.paths.data_dir) / job.task.name,
-                                         Path(job.paths.cache_dir))
+    task = get_task_class(job.task.name)(
+        job.cfg.task, Path(job.paths.data_dir) / job.task.name, Path(job.paths.cache_dir)
+    )
     task.run_seed = job.seed
     task.setup()
     runner.set_determinism(job, dev)
-    model = task.build_model(norm_factory(job.norm.name, **(job.config["norm"].get("options") or {})))
+    model = task.build_model(
+        norm_factory(job.norm.name, **(job.config["norm"].get("options") or {}))
+    )
     try:
         model.load_state_dict(state)
     except RuntimeError as e:
-        raise CheckpointError(f"{path}: its weights do not fit the model of {run_dir / 'config.yaml'} "
-                              f"({str(e).splitlines()[0][:200]})") from None
+        raise CheckpointError(
+            f"{path}: its weights do not fit the model of {run_dir / 'config.yaml'} "
+            f"({str(e).splitlines()[0][:200]})"
+        ) from None
     return Restored(run_dir, job, task, model.to(dev).eval(), path, step, dev, recorded)

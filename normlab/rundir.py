@@ -3,6 +3,7 @@
 Every file is written atomically (temp file + rename) so a kill at any moment leaves either the
 old or the new version, never half of one. Configs are read back with safe YAML only.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,7 +23,9 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide results from other users of a shared cluster
+        os.chmod(
+            tmp, 0o644
+        )  # mkstemp's 0600 would hide results from other users of a shared cluster
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -39,14 +42,16 @@ def remove_empty_dirs(path: Path, stop: Path) -> None:
     path, stop = Path(path).absolute(), Path(stop).absolute()
     while path != stop and stop in path.parents:
         try:
-            path.rmdir()   # only an empty folder
+            path.rmdir()  # only an empty folder
         except OSError:
             return
         path = path.parent
 
 
 def write_json(path: Path, obj: Any) -> None:
-    atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n").encode())
+    atomic_write_bytes(
+        path, (json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n").encode()
+    )
 
 
 def read_json(path: Path) -> Any:
@@ -84,7 +89,11 @@ class Curves:
     def truncate_after(self, step: int) -> None:
         """Keep the records a resumed run will not write again: those up to the checkpoint's
         step, minus test records (the final test runs again after training)."""
-        keep = [r for r in read_curves(self.path) if r.get("step", 0) <= step and r.get("split") != "test"]
+        keep = [
+            r
+            for r in read_curves(self.path)
+            if r.get("step", 0) <= step and r.get("split") != "test"
+        ]
         atomic_write_bytes(self.path, "".join(json.dumps(r) + "\n" for r in keep).encode())
 
     def append(self, record: dict) -> None:
@@ -106,6 +115,7 @@ class Checkpoints:
 
     def save(self, state: dict, name: str = "last.pt") -> None:
         import torch  # here, not at the top: normlab-report reads run dirs without torch (~1 s)
+
         self.dir.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=f".{name}.", suffix=".tmp")
         try:
@@ -130,6 +140,7 @@ class Checkpoints:
         back to prev.pt with a warning; when every checkpoint there is unreadable, CheckpointError
         names each file and why (training from step 0 instead would hide the loss)."""
         import torch
+
         candidates = [self.dir / name] + ([self.dir / "prev.pt"] if name == "last.pt" else [])
         bad = []
         for path in candidates:
@@ -138,17 +149,24 @@ class Checkpoints:
             try:
                 ck = torch.load(path, map_location="cpu", weights_only=True)
             except Exception as e:  # truncated or corrupt file (a full disk, a copy cut short)
-                bad.append(f"{path.name} ({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''})")
+                bad.append(
+                    f"{path.name} ({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''})"
+                )
                 continue
             if bad:
                 step = (ck.get("state") or {}).get("step", ck.get("step", "?"))
-                warnings.warn(f"checkpoint {bad[0]} in {self.dir} is unreadable; falling back to {path.name} "
-                              f"(step {step})", stacklevel=2)
+                warnings.warn(
+                    f"checkpoint {bad[0]} in {self.dir} is unreadable; falling back to {path.name} "
+                    f"(step {step})",
+                    stacklevel=2,
+                )
             return ck
         if bad:
-            raise CheckpointError(f"{self.dir}: every checkpoint is unreadable: {'; '.join(bad)}. Restore them, "
-                                  "or re-run with resume=restart to train this run again from step 0 (the files "
-                                  "are kept aside)")
+            raise CheckpointError(
+                f"{self.dir}: every checkpoint is unreadable: {'; '.join(bad)}. Restore them, "
+                "or re-run with resume=restart to train this run again from step 0 (the files "
+                "are kept aside)"
+            )
         return None
 
     def set_aside(self) -> Optional[Path]:
@@ -156,6 +174,7 @@ class Checkpoints:
         if not self.dir.exists():
             return None
         import time
+
         target = self.dir.with_name(f"checkpoints.old-{time.strftime('%Y%m%d-%H%M%S')}")
         os.replace(self.dir, target)
         return target

@@ -8,6 +8,7 @@ ends skips (finished) or resumes (interrupted) the run. ``flock`` locks die with
 a killed job never leaves a stale lock behind. The lock file sits beside the run directory, not in
 it, so a job refused for bad input has created no run directory.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -41,9 +42,11 @@ class RunLock:
             except BlockingIOError:
                 holder = os.read(fd, 256).decode(errors="replace").strip() or "unknown process"
                 os.close(fd)
-                raise RunLocked(f"{self.run_dir} is being {self.what} by another process ({holder}); wait for "
-                                "it to end (running the command again then skips or resumes this run), or "
-                                "stop that process") from None
+                raise RunLocked(
+                    f"{self.run_dir} is being {self.what} by another process ({holder}); wait for "
+                    "it to end (running the command again then skips or resumes this run), or "
+                    "stop that process"
+                ) from None
             # The holder we waited on may have removed the file after we opened it: lock the file
             # that is at the path now, or two processes could each hold a lock on a different file.
             try:
@@ -54,13 +57,16 @@ class RunLock:
                 break
             os.close(fd)
         os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode())
+        os.write(
+            fd,
+            f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(),
+        )
         self.fd = fd
         return self
 
     def __exit__(self, *exc) -> None:
         if self.fd is not None:
-            self.path.unlink(missing_ok=True)   # while still locked: see the samestat check above
+            self.path.unlink(missing_ok=True)  # while still locked: see the samestat check above
             os.close(self.fd)
             self.fd = None
 

@@ -5,6 +5,7 @@ keys and values, an existing run directory with another config, the data files, 
 model and the first epoch's batches) runs before the first byte is written to the run directory.
 In a multi-process run only rank 0 reads or writes the run directory; it tells the others.
 """
+
 from __future__ import annotations
 
 import os
@@ -51,7 +52,7 @@ FINAL = ("completed", "diverged")
 def git_commit() -> Optional[str]:
     try:
         return pin.head()
-    except Exception:   # not a git checkout (an installed wheel), or no git
+    except Exception:  # not a git checkout (an installed wheel), or no git
         return None
 
 
@@ -65,8 +66,14 @@ def git_dirty() -> Optional[bool]:
 
 def versions() -> dict:
     import hydra
-    return {"normlab": __version__, "torch": torch.__version__, "hydra": hydra.__version__,
-            "python": platform.python_version(), "platform": platform.platform()}
+
+    return {
+        "normlab": __version__,
+        "torch": torch.__version__,
+        "hydra": hydra.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
 
 
 def set_determinism(cfg, device: Optional[torch.device] = None) -> None:
@@ -88,12 +95,16 @@ def check_run_dir(run_dir: Path, config: dict) -> Optional[dict]:
         try:
             old = read_yaml(old_cfg)  # safe YAML: tags that would build Python objects are errors
         except yaml.YAMLError as e:
-            raise ConfigError(f"{old_cfg} is not a plain YAML config ({type(e).__name__}); it was not written "
-                              "by normlab: delete that run directory or use another name=...") from None
+            raise ConfigError(
+                f"{old_cfg} is not a plain YAML config ({type(e).__name__}); it was not written "
+                "by normlab: delete that run directory or use another name=..."
+            ) from None
         diffs = same_experiment(old if isinstance(old, dict) else {}, config)
         if diffs:
-            raise ConfigError(f"{run_dir} already holds a run with a different config (keys {diffs}); "
-                              "use another name=... or paths.root=..., or delete that directory")
+            raise ConfigError(
+                f"{run_dir} already holds a run with a different config (keys {diffs}); "
+                "use another name=... or paths.root=..., or delete that directory"
+            )
     summary_path = run_dir / "summary.json"
     if summary_path.exists():
         summary = read_json(summary_path)
@@ -107,14 +118,22 @@ def writable(folder: Path, key: str, env: str) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise ConfigError(f"{key}={folder}: cannot create it ({e.strerror}); set {key}=... or {env} to a folder "
-                          "you can write") from None
+        raise ConfigError(
+            f"{key}={folder}: cannot create it ({e.strerror}); set {key}=... or {env} to a folder "
+            "you can write"
+        ) from None
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise ConfigError(f"{key}={folder}: not writable; set {key}=... or {env} to a folder you can write")
+        raise ConfigError(
+            f"{key}={folder}: not writable; set {key}=... or {env} to a folder you can write"
+        )
 
 
-def prepare(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = None,
-            ctx: Optional[distributed.Dist] = None):
+def prepare(
+    cfg: DictConfig,
+    run_dir: Path,
+    overrides: Optional[list[str]] = None,
+    ctx: Optional[distributed.Dist] = None,
+):
     """Everything that can fail on bad input, before anything is written to ``run_dir``.
     Returns (job, task, finished summary or None)."""
     ctx = ctx or distributed.Dist()
@@ -123,7 +142,9 @@ def prepare(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = Non
         task_cls = get_task_class(job.task.name)
     except ValueError as e:
         raise ConfigError(f"task.name: {e} (normlab/configs/task/<name>.yaml)") from None
-    enable_bars(bool(job.progress) and ctx.main)  # evaluation, decoding and BPE bars (normlab/progress.py)
+    enable_bars(
+        bool(job.progress) and ctx.main
+    )  # evaluation, decoding and BPE bars (normlab/progress.py)
     done = distributed.on_main(ctx, lambda: check_run_dir(run_dir, job.config), USER_ERRORS)
     if done is not None:
         return job, None, done
@@ -131,7 +152,9 @@ def prepare(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = Non
     data_dir = Path(job.paths.data_dir) / job.task.name
     task = task_cls(job.cfg.task, data_dir, Path(job.paths.cache_dir))
     task.run_seed = job.seed
-    distributed.main_first(ctx, task.setup, USER_ERRORS)  # rank 0 fills the cache, then the others read it
+    distributed.main_first(
+        ctx, task.setup, USER_ERRORS
+    )  # rank 0 fills the cache, then the others read it
     return job, task, None
 
 
@@ -142,23 +165,43 @@ def build(job: Job, task, run_dir: Path, ctx: distributed.Dist) -> Trainer:
     if job.get("compile"):
         accel.compile_cache(Path(job.paths.cache_dir))
     try:
-        model = task.build_model(norm_factory(job.norm.name, **(job.config["norm"].get("options") or {})))
-        return Trainer(task, model, job.train, job.seed, run_dir, None,
-                       ctx.device, progress=job.progress and ctx.main, dist=ctx,
-                       precision=job.get("precision", "fp32"), compile=bool(job.get("compile")))
+        model = task.build_model(
+            norm_factory(job.norm.name, **(job.config["norm"].get("options") or {}))
+        )
+        return Trainer(
+            task,
+            model,
+            job.train,
+            job.seed,
+            run_dir,
+            None,
+            ctx.device,
+            progress=job.progress and ctx.main,
+            dist=ctx,
+            precision=job.get("precision", "fp32"),
+            compile=bool(job.get("compile")),
+        )
     except ConfigError:
         raise
     except (ValueError, TypeError) as e:
         if isinstance(e, TypeError) and "unexpected keyword" not in str(e):
             raise  # a bug, not a config value
-        raise ConfigError(f"task {job.task.name} (normlab/configs/task/{job.task.name}.yaml, scale {job.scale}): "
-                          f"{e}; fix that key in the task file or on the command line") from None
+        raise ConfigError(
+            f"task {job.task.name} (normlab/configs/task/{job.task.name}.yaml, scale {job.scale}): "
+            f"{e}; fix that key in the task file or on the command line"
+        ) from None
 
 
 def _valid_at(run_dir: Path, step: int) -> dict:
     """The validation record of the selected checkpoint, in the metric's own units."""
-    recs = [r for r in read_curves(Path(run_dir) / "curves.jsonl") if r.get("split") == "valid" and r["step"] == step]
-    return {k: v for k, v in recs[-1].items() if k not in ("step", "split", "epoch")} if recs else {}
+    recs = [
+        r
+        for r in read_curves(Path(run_dir) / "curves.jsonl")
+        if r.get("split") == "valid" and r["step"] == step
+    ]
+    return (
+        {k: v for k, v in recs[-1].items() if k not in ("step", "split", "epoch")} if recs else {}
+    )
 
 
 def objective(summary: dict) -> float:
@@ -199,7 +242,10 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = None) -
     ctx = distributed.init(cfg.get("device", "auto"))
     # One process trains a run directory at a time: a second one (another sweep, a re-submitted
     # SLURM job) stops here with RunLocked before reading or writing anything in it.
-    with RunLock(run_dir, enabled=ctx.main), ConsoleLog(run_dir / "train.log", enabled=ctx.main) as console:
+    with (
+        RunLock(run_dir, enabled=ctx.main),
+        ConsoleLog(run_dir / "train.log", enabled=ctx.main) as console,
+    ):
         return _run_locked(cfg, run_dir, overrides, ctx, start, console)
 
 
@@ -214,23 +260,41 @@ def _run_locked(cfg, run_dir: Path, overrides, ctx, start: float, console: Conso
     # --- from here on the run directory is written (rank 0 only) ---
     if ctx.main:
         run_dir.mkdir(parents=True, exist_ok=True)
-        console.open()   # before resume: its warnings (a checkpoint it skipped) belong in the log
-        if job.get("resume", "auto") == "restart" and (aside := trainer.ckpt.set_aside()) is not None:
-            print(f"[normlab] resume=restart: {run_dir} starts over from step 0; its checkpoints are in {aside}")
-    ck = trainer.resume()   # CheckpointError when every checkpoint there is unreadable
+        console.open()  # before resume: its warnings (a checkpoint it skipped) belong in the log
+        if (
+            job.get("resume", "auto") == "restart"
+            and (aside := trainer.ckpt.set_aside()) is not None
+        ):
+            print(
+                f"[normlab] resume=restart: {run_dir} starts over from step 0; its checkpoints are in {aside}"
+            )
+    ck = trainer.resume()  # CheckpointError when every checkpoint there is unreadable
     summary_path = run_dir / "summary.json"
     previous = read_json(summary_path) if ctx.main and summary_path.exists() else {}
     curves = Curves(run_dir / "curves.jsonl")
     if ctx.main:
         write_yaml(run_dir / "config.yaml", config)
-        write_yaml(run_dir / "overrides.yaml", list(overrides or []))   # this invocation's command line
+        write_yaml(
+            run_dir / "overrides.yaml", list(overrides or [])
+        )  # this invocation's command line
         trainer.ckpt.remove_temp()
         curves.truncate_after(trainer.state.step if ck else 0)
-        trainer.logger = make_loggers(job, config, run_dir, curves, task, ck, trainer.extra, setting=short_setting(job))
+        trainer.logger = make_loggers(
+            job, config, run_dir, curves, task, ck, trainer.extra, setting=short_setting(job)
+        )
     else:
         trainer.logger = _Silent()
-    finish = lambda status, error, test: _finish(job, task, trainer, run_dir, status, error, test,  # noqa: E731
-                                                 previous, start)
+    finish = lambda status, error, test: _finish(
+        job,
+        task,
+        trainer,
+        run_dir,
+        status,
+        error,
+        test,  # noqa: E731
+        previous,
+        start,
+    )
     status, error = "completed", None
     with trainer.stop:  # a stop signal while the summary is written waits for it
         try:
@@ -247,10 +311,14 @@ def _run_locked(cfg, run_dir: Path, overrides, ctx, start: float, console: Conso
                 _summarise(job, task, trainer, run_dir, status, error, {}, previous, start)
                 trainer.logger.close(1)
                 raise
-        if status == "completed" and trainer.stop.signum is not None:  # it came during the last step
+        if (
+            status == "completed" and trainer.stop.signum is not None
+        ):  # it came during the last step
             status = status_of(trainer.stop.signum)
-            error = (f"{signal.Signals(trainer.stop.signum).name} after the last step ({trainer.state.step}): "
-                     "checkpoint written; re-run the same command to run the final test")
+            error = (
+                f"{signal.Signals(trainer.stop.signum).name} after the last step ({trainer.state.step}): "
+                "checkpoint written; re-run the same command to run the final test"
+            )
         if status != "completed":
             return finish(status, error, {})
     test = {}
@@ -261,11 +329,15 @@ def _run_locked(cfg, run_dir: Path, overrides, ctx, start: float, console: Conso
         trainer.module.eval()
         with torch.no_grad():
             test = task.test(trainer.module, run_dir)
-        trainer.logger.log({"epoch": trainer.state.epoch, "split": "test", **test}, trainer.state.step)
+        trainer.logger.log(
+            {"epoch": trainer.state.epoch, "split": "test", **test}, trainer.state.step
+        )
     return finish(status, error, test)
 
 
-def _finish(job, task, trainer, run_dir: Path, status: str, error, test: dict, previous: dict, start: float) -> dict:
+def _finish(
+    job, task, trainer, run_dir: Path, status: str, error, test: dict, previous: dict, start: float
+) -> dict:
     if status != "failed" and (run_dir / "traceback.txt").exists() and trainer.dist.main:
         (run_dir / "traceback.txt").unlink()  # a resumed run that now succeeded
     summary = _summarise(job, task, trainer, run_dir, status, error, test, previous, start)
@@ -278,24 +350,47 @@ def _finish(job, task, trainer, run_dir: Path, status: str, error, test: dict, p
 def _summarise(job, task, trainer, run_dir, status, error, test, previous, start) -> dict:
     st = trainer.state
     summary = {
-        "status": status, "error": error, "task": job.task.name, "norm": job.norm.name,
-        "norm_options": job.config["norm"].get("options") or {}, "seed": job.seed, "seed_role": job.config.get("seed_role"),
+        "status": status,
+        "error": error,
+        "task": job.task.name,
+        "norm": job.norm.name,
+        "norm_options": job.config["norm"].get("options") or {},
+        "seed": job.seed,
+        "seed_role": job.config.get("seed_role"),
         "scale": job.scale,
         "setting": short_setting(job),
-        "name": job.name, "metric": task.metric, "higher_is_better": task.higher_is_better,
-        "data": task.data_info, "steps": st.step, "epochs": st.epoch, "best_step": st.best_step,
-        "stopped_early": st.stopped_early, "valid": st.last_valid, "test": test,
+        "name": job.name,
+        "metric": task.metric,
+        "higher_is_better": task.higher_is_better,
+        "data": task.data_info,
+        "steps": st.step,
+        "epochs": st.epoch,
+        "best_step": st.best_step,
+        "stopped_early": st.stopped_early,
+        "valid": st.last_valid,
+        "test": test,
         "best_valid_score": st.best,
-        "best_valid": _valid_at(run_dir, st.best_step) if trainer.dist.main else {},  # rank 0 writes the curves
+        "best_valid": _valid_at(run_dir, st.best_step)
+        if trainer.dist.main
+        else {},  # rank 0 writes the curves
         # a first run on a machine may build the native kernels: that is set-up, not this run's time
-        "wall_time_s": (previous.get("wall_time_s", 0.0) + time.time() - start
-                        - native.build_seconds(since=start)),
+        "wall_time_s": (
+            previous.get("wall_time_s", 0.0)
+            + time.time()
+            - start
+            - native.build_seconds(since=start)
+        ),
         "native_build_s": round(native.build_seconds(since=start), 1),
         "train_time_s": st.train_time,
         "throughput": {f"{task.unit}_per_s": st.units / st.train_time if st.train_time else 0.0},
-        "params": sum(p.numel() for p in trainer.module.parameters()), "versions": versions(),
-        "git_commit": git_commit(), "git_dirty": git_dirty(), "device": str(trainer.device), "world_size": trainer.dist.world,
-        "precision": trainer.precision, "compile": trainer.forward_model is not trainer.model,
+        "params": sum(p.numel() for p in trainer.module.parameters()),
+        "versions": versions(),
+        "git_commit": git_commit(),
+        "git_dirty": git_dirty(),
+        "device": str(trainer.device),
+        "world_size": trainer.dist.world,
+        "precision": trainer.precision,
+        "compile": trainer.forward_model is not trainer.model,
         "argv": sys.argv,
     }
     if trainer.dist.main:

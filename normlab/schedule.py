@@ -1,4 +1,5 @@
 """Optimizer and learning-rate schedules (fairseq's inverse_sqrt among them)."""
+
 from __future__ import annotations
 
 import math
@@ -40,9 +41,11 @@ def lr_lambda(kind: str, warmup: int, total: int, warmup_init: float = 0.0, min_
         if kind == "linear":
             return max(min_ratio, 1.0 - frac)
         return max(min_ratio, 0.5 * (1.0 + math.cos(math.pi * frac)))
+
     return f
 
 
 def build_scheduler(opt: torch.optim.Optimizer, t, total_steps: int):
     return torch.optim.lr_scheduler.LambdaLR(
-        opt, lr_lambda(t.schedule, t.warmup_steps, total_steps, t.warmup_init_ratio, t.min_lr_ratio))
+        opt, lr_lambda(t.schedule, t.warmup_steps, total_steps, t.warmup_init_ratio, t.min_lr_ratio)
+    )

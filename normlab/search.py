@@ -12,6 +12,7 @@ stay in the batch instead of being removed, so each row's arithmetic is independ
 others, which makes beam 1 reproduce greedy exactly. Cumulative scores are float64 so that adding
 them never merges two distinct float32 log-probabilities into a tie.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,7 +27,7 @@ class SearchConfig:
     lenpen: float = 1.0
     max_len_a: float = 0.0
     max_len_b: int = 200
-    max_len: int = 1024     # hard cap (the model's positions); set lower to bound decoding time
+    max_len: int = 1024  # hard cap (the model's positions); set lower to bound decoding time
     min_len: int = 1
 
 
@@ -35,11 +36,13 @@ def length_limits(src: torch.Tensor, pad: int, c: SearchConfig) -> torch.Tensor:
     return (c.max_len_a * src_len + c.max_len_b).floor().long().clamp(min=c.min_len, max=c.max_len)
 
 
-def _mask(lprobs: torch.Tensor, step: int, limits: torch.Tensor, pad: int, eos: int, c: SearchConfig) -> torch.Tensor:
+def _mask(
+    lprobs: torch.Tensor, step: int, limits: torch.Tensor, pad: int, eos: int, c: SearchConfig
+) -> torch.Tensor:
     lprobs[:, pad] = -math.inf
     if step < c.min_len:
         lprobs[:, eos] = -math.inf
-    forced = limits <= step                       # rows that must end now
+    forced = limits <= step  # rows that must end now
     if forced.any():
         keep = lprobs[forced, eos].clone()
         lprobs[forced] = -math.inf
@@ -66,7 +69,9 @@ def greedy(model, src: torch.Tensor, c: SearchConfig) -> list[list[int]]:
             break
         last = nxt
     hyps = torch.stack(out, 1).tolist()
-    return [[t for t in h[:h.index(eos)]] if eos in h else [t for t in h if t != pad] for h in hyps]
+    return [
+        [t for t in h[: h.index(eos)]] if eos in h else [t for t in h if t != pad] for h in hyps
+    ]
 
 
 @torch.no_grad()
@@ -80,7 +85,7 @@ def beam_search(model, src: torch.Tensor, c: SearchConfig) -> list[list[int]]:
     row_limits = limits.repeat_interleave(K)
     state = model.start(src, beam=K)
     scores = torch.full((B, K), -math.inf, dtype=torch.float64, device=dev)
-    scores[:, 0] = 0.0                            # all beams start equal: only beam 0 may expand
+    scores[:, 0] = 0.0  # all beams start equal: only beam 0 may expand
     tokens = torch.full((B * K, 1), eos, dtype=torch.long, device=dev)
     finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(B)]
     done = [False] * B
@@ -89,10 +94,10 @@ def beam_search(model, src: torch.Tensor, c: SearchConfig) -> list[list[int]]:
         lprobs = _mask(model.step(tokens[:, -1], state), step, row_limits, pad, eos, c)
         V = lprobs.size(1)
         cand = (scores[:, :, None] + lprobs.double().view(B, K, V)).view(B, K * V)
-        top_s, top_i = cand.topk(min(2 * K, K * V), dim=1)   # (B, 2K)
+        top_s, top_i = cand.topk(min(2 * K, K * V), dim=1)  # (B, 2K)
         beam_of, tok = top_i // V, top_i % V
         is_eos = tok.eq(eos) & torch.isfinite(top_s)
-        is_eos[:, K:] = False                     # only the top k may finish (fairseq)
+        is_eos[:, K:] = False  # only the top k may finish (fairseq)
         for b, r in is_eos.nonzero().tolist():
             if done[b] or len(finished[b]) >= K:
                 continue
@@ -103,15 +108,16 @@ def beam_search(model, src: torch.Tensor, c: SearchConfig) -> list[list[int]]:
         if all(done):
             break
         # The k best candidates that did not end: rank eos candidates last, then take the top k.
-        rank = torch.arange(top_s.size(1), device=dev).expand_as(top_s) + tok.eq(eos) * top_s.size(1)
-        pick = rank.topk(K, dim=1, largest=False).indices.sort(1).values   # (B, K)
+        rank = torch.arange(top_s.size(1), device=dev).expand_as(top_s) + tok.eq(eos) * top_s.size(
+            1
+        )
+        pick = rank.topk(K, dim=1, largest=False).indices.sort(1).values  # (B, K)
         scores = top_s.gather(1, pick)
-        scores[tok.gather(1, pick).eq(eos)] = -math.inf     # fewer than k live candidates
+        scores[tok.gather(1, pick).eq(eos)] = -math.inf  # fewer than k live candidates
         rows = (base + beam_of.gather(1, pick)).view(-1)
         model.reorder(state, rows)
         tokens = torch.cat([tokens.index_select(0, rows), tok.gather(1, pick).view(-1, 1)], dim=1)
     return [max(f, key=lambda x: x[0])[1] if f else [] for f in finished]
-
 
 
 def decode(model, src: torch.Tensor, c: SearchConfig) -> list[list[int]]:

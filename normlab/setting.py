@@ -8,6 +8,7 @@ override, ``+key=``, an experiment file) and a value set to its default adds not
 Excluded: the grid keys (task, norm, scale, seed), the experiment ``name`` and runtime keys that
 do not change a result (paths, logger, device, progress, threads, compile).
 """
+
 from __future__ import annotations
 
 import functools
@@ -19,7 +20,7 @@ from omegaconf import OmegaConf
 
 from .config_keys import RUNTIME_KEYS
 
-DELETED = "~"   # a key of the defaults that the job removed (~key on the command line)
+DELETED = "~"  # a key of the defaults that the job removed (~key on the command line)
 # The grid keys, the experiment name, and the keys a resumed run may change (config_keys.RUNTIME_KEYS:
 # paths, logger, device, progress, threads, compile; compiled == eager is tested).
 EXCLUDED = {"task.name", "norm.name", "scale", "seed", "name", *RUNTIME_KEYS}
@@ -34,14 +35,21 @@ def _defaults_json(task: str, norm: str, scale: str) -> str:
     from .config_keys import CONFIGS
 
     overrides = [f"task={task}", f"norm={norm}", f"scale={scale}"]
-    if GlobalHydra.instance().is_initialized():   # inside normlab-train: Hydra's own search path
+    if GlobalHydra.instance().is_initialized():  # inside normlab-train: Hydra's own search path
         cfg = compose("train", overrides=overrides)
     else:
         with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
             cfg = compose("train", overrides=overrides)
     # Resolved key by key: runtime keys such as paths may interpolate ${hydra:...}, absent here.
-    return json.dumps({k: OmegaConf.to_container(cfg[k], resolve=True) if OmegaConf.is_config(cfg[k]) else cfg[k]
-                       for k in cfg if k not in EXCLUDED})
+    return json.dumps(
+        {
+            k: OmegaConf.to_container(cfg[k], resolve=True)
+            if OmegaConf.is_config(cfg[k])
+            else cfg[k]
+            for k in cfg
+            if k not in EXCLUDED
+        }
+    )
 
 
 def _plain(config: dict) -> dict:
@@ -65,7 +73,9 @@ def varied(config: dict) -> dict:
     base = _flatten(json.loads(_defaults_json(task, norm, str(config["scale"]))), "", {})
     job = _flatten(_plain(config), "", {})
     out = {k: v for k, v in job.items() if k not in base or base[k] != v}
-    out.update({k: DELETED for k in base if k not in job and not any(j.startswith(k + ".") for j in job)})
+    out.update(
+        {k: DELETED for k in base if k not in job and not any(j.startswith(k + ".") for j in job)}
+    )
     return dict(sorted(out.items()))
 
 
@@ -95,24 +105,30 @@ def _value(v: Any) -> str:
 
 def label(setting: dict, config: dict) -> str:
     """``C=2,lr=0.001`` (``~key`` for a removed key); '' when nothing varies."""
-    items = [f"~{k}" if v == DELETED else f"{k}={_value(v)}" for k, v in short_names(setting, config).items()]
+    items = [
+        f"~{k}" if v == DELETED else f"{k}={_value(v)}"
+        for k, v in short_names(setting, config).items()
+    ]
     return ",".join(items)
 
 
 def segment(config: dict) -> str:
     """The run-path segment for ``config`` ('' or 'C=2,lr=0.001/'), safe as one folder name."""
     text = label(varied(config), config).replace("/", "%2F")
-    if len(text) > MAX_SEGMENT:   # a folder name stays readable and well under the 255-byte limit
+    if len(text) > MAX_SEGMENT:  # a folder name stays readable and well under the 255-byte limit
         digest = hashlib.sha1(text.encode()).hexdigest()[:10]
-        text = f"{text[:MAX_SEGMENT - 11]}~{digest}"
+        text = f"{text[: MAX_SEGMENT - 11]}~{digest}"
     return f"{text}/" if text else ""
 
 
 def job_part(cfg) -> dict:
     """The part of a composed config (with or without its hydra node) that a setting is made of,
     resolved; runtime keys, which may interpolate ${hydra:...}, are left out unresolved."""
-    return {k: OmegaConf.to_container(cfg[k], resolve=True) if OmegaConf.is_config(cfg[k]) else cfg[k]
-            for k in cfg if k != "hydra" and k not in EXCLUDED - {"scale"}}
+    return {
+        k: OmegaConf.to_container(cfg[k], resolve=True) if OmegaConf.is_config(cfg[k]) else cfg[k]
+        for k in cfg
+        if k != "hydra" and k not in EXCLUDED - {"scale"}
+    }
 
 
 def _resolver(*, _root_) -> str:

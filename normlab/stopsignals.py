@@ -6,6 +6,7 @@ checkpoint is still being written, so a second Ctrl-C cannot tear the save. The 
 until the run's summary is written (the runner holds them across fit and the summary), then the
 previous ones come back.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -27,7 +28,7 @@ def job_process_setup() -> None:
     os.setpgid(0, 0)
     try:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-    except (OSError, AttributeError):   # not Linux: a SIGKILLed driver may leave its jobs running
+    except (OSError, AttributeError):  # not Linux: a SIGKILLed driver may leave its jobs running
         pass
 
 
@@ -61,8 +62,15 @@ class StopSignals:
         if self.signum is None:
             self.signum = signum
             if self.announce:
-                print(f"\n[normlab] {name}: stopping after the current step and writing a checkpoint", file=sys.stderr,
-                      flush=True)
+                print(
+                    f"\n[normlab] {name}: stopping after the current step and writing a checkpoint",
+                    file=sys.stderr,
+                    flush=True,
+                )
         elif self.announce:
-            print(f"[normlab] {name} again: still writing the checkpoint; it is not cut short "
-                  "(SIGKILL would lose the steps since the last one)", file=sys.stderr, flush=True)
+            print(
+                f"[normlab] {name} again: still writing the checkpoint; it is not cut short "
+                "(SIGKILL would lose the steps since the last one)",
+                file=sys.stderr,
+                flush=True,
+            )

@@ -9,6 +9,7 @@ it; it also carries the job's status for the sweep summary.
 Under torchrun, a job that crashed ends the whole process group (its peers could be blocked in a
 collective), so a distributed sweep stops at the first crash; bad input still fails just that job.
 """
+
 from __future__ import annotations
 
 import os
@@ -47,7 +48,9 @@ def _main(cfg: DictConfig) -> Outcome:
     try:
         summary = run(cfg, run_dir, list(hc.overrides.task))
         if summary["status"] in exitcodes.STOPPED:
-            sys.exit(exitcodes.STOPPED[summary["status"]])  # also ends a sweep: the same command resumes it
+            sys.exit(
+                exitcodes.STOPPED[summary["status"]]
+            )  # also ends a sweep: the same command resumes it
         if summary["status"] == "failed" and not multirun:
             sys.exit(exitcodes.CRASHED)  # traceback.txt is in the run directory
         return Outcome(objective(summary), summary["status"])
@@ -56,7 +59,9 @@ def _main(cfg: DictConfig) -> Outcome:
             print(f"normlab: {e}", file=sys.stderr)
         if not multirun:
             sys.exit(exitcodes.LOCKED)
-        return Outcome(float("nan"), "locked")   # the run belongs to the other process: write nothing
+        return Outcome(
+            float("nan"), "locked"
+        )  # the run belongs to the other process: write nothing
     except CheckpointError as e:
         if _rank() == 0:
             print(f"normlab: error: {e}", file=sys.stderr)
@@ -67,7 +72,9 @@ def _main(cfg: DictConfig) -> Outcome:
         if _rank() == 0:
             print(f"normlab: error: {e}", file=sys.stderr)
         if not multirun:
-            remove_empty_dirs(run_dir, Path(cfg.paths.root).parent)   # nothing was written: no empty folders
+            remove_empty_dirs(
+                run_dir, Path(cfg.paths.root).parent
+            )  # nothing was written: no empty folders
             sys.exit(exitcodes.BAD_INPUT)
         error = e
     except Exception as e:
@@ -81,18 +88,23 @@ def _main(cfg: DictConfig) -> Outcome:
 
 
 def main() -> None:
-    if "--version" in sys.argv[1:]:   # Hydra's own --version names Hydra only
+    if "--version" in sys.argv[1:]:  # Hydra's own --version names Hydra only
         print(version_text())
         sys.exit(exitcodes.OK)
     try:
         _main()
     except KeyboardInterrupt:  # Ctrl-C outside training (data set-up, the final test): no traceback
         if _rank() == 0:
-            print("\nnormlab: interrupted (Ctrl-C) outside the training loop; what was written is kept: re-run "
-                  "the same command to go on from the last checkpoint", file=sys.stderr)
+            print(
+                "\nnormlab: interrupted (Ctrl-C) outside the training loop; what was written is kept: re-run "
+                "the same command to go on from the last checkpoint",
+                file=sys.stderr,
+            )
         sys.exit(exitcodes.INTERRUPTED)
     except SystemExit as e:
-        if e.code == exitcodes.COMPOSE and _rank() == 0:  # Hydra could not compose: say which keys exist
+        if (
+            e.code == exitcodes.COMPOSE and _rank() == 0
+        ):  # Hydra could not compose: say which keys exist
             for hint in explain_unknown_keys(sys.argv[1:]):
                 print(hint, file=sys.stderr)
         if e.code in (0, None) and any(a in ("--help", "-h") for a in sys.argv[1:]):

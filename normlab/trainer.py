@@ -11,6 +11,7 @@ exact, with nothing of a half-accumulated gradient to save.
 On CUDA the loop is lean: the loss stays on the device and the host reads it (and checks it for
 NaN/inf and ``diverge_loss``) at logging steps, evaluations and checkpoints only.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -53,11 +54,11 @@ class Preempted(RuntimeError):
 class State:
     step: int = 0
     epoch: int = 0
-    batch: int = 0                       # next batch index within ``epoch``
+    batch: int = 0  # next batch index within ``epoch``
     window: dict = field(default_factory=lambda: {"loss": 0.0, "units": 0, "steps": 0})
-    best: Optional[float] = None         # best selection score (higher is better)
+    best: Optional[float] = None  # best selection score (higher is better)
     best_step: int = 0
-    bad_evals: int = 0                   # evaluations without improvement (early stopping)
+    bad_evals: int = 0  # evaluations without improvement (early stopping)
     train_time: float = 0.0
     units: int = 0
     last_valid: dict = field(default_factory=dict)
@@ -65,18 +66,32 @@ class State:
 
 
 class Trainer(CheckpointMixin):
-    def __init__(self, task: Task, model: torch.nn.Module, t, seed: int, run_dir: Path, logger,
-                 device: torch.device, progress: bool = True, dist: Optional[distributed.Dist] = None,
-                 precision: str = "fp32", compile: bool = False):
+    def __init__(
+        self,
+        task: Task,
+        model: torch.nn.Module,
+        t,
+        seed: int,
+        run_dir: Path,
+        logger,
+        device: torch.device,
+        progress: bool = True,
+        dist: Optional[distributed.Dist] = None,
+        precision: str = "fp32",
+        compile: bool = False,
+    ):
         self.dist = dist or distributed.Dist(device=device)
         self.task, self.t, self.seed = task, t, seed
-        self.module = model.to(device)       # the bare model: evaluation, checkpoints, probes
-        self.model = self.module             # what the loss calls: DDP-wrapped in multi-process runs
+        self.module = model.to(device)  # the bare model: evaluation, checkpoints, probes
+        self.model = self.module  # what the loss calls: DDP-wrapped in multi-process runs
         if self.dist.enabled:
             # static_graph: norms may own parameters the forward never uses (e.g. a disabled
             # gain); DDP learns the used set in the first step instead of erroring or searching.
-            self.model = DistributedDataParallel(self.module, device_ids=[device] if device.type == "cuda" else None,
-                                                 static_graph=True)
+            self.model = DistributedDataParallel(
+                self.module,
+                device_ids=[device] if device.type == "cuda" else None,
+                static_graph=True,
+            )
             # Model init used the same seed on every rank; dropout must differ per rank.
             torch.manual_seed(seed * 1_000_003 + self.dist.rank)
         self.forward_model = accel.compile_model(self.model) if compile else self.model
@@ -95,17 +110,21 @@ class Trainer(CheckpointMixin):
         self._epoch0 = task.train_batches(0, seed)  # counted here, trained on by fit()
         self.batches_per_epoch = len(self._epoch0)
         if self.batches_per_epoch == 0:
-            raise ValueError(f"task {task.name} produced no training batches; check task.data.batch_size "
-                             "and the training data")
+            raise ValueError(
+                f"task {task.name} produced no training batches; check task.data.batch_size "
+                "and the training data"
+            )
         self.steps_per_epoch = -(-self.batches_per_epoch // t.update_freq)  # a short last window
         self.total_steps = t.max_steps or t.max_epochs * self.steps_per_epoch
         if self.total_steps <= 0:
-            raise ValueError("set task.train.max_epochs or task.train.max_steps to a positive number")
+            raise ValueError(
+                "set task.train.max_epochs or task.train.max_steps to a positive number"
+            )
         self.opt = build_optimizer(self.module, t)
         self.sched = build_scheduler(self.opt, t, self.total_steps)
         self.state = State()
         self.last_loss = float("nan")
-        self.extra: dict = {}                # saved with every checkpoint (e.g. the wandb run id)
+        self.extra: dict = {}  # saved with every checkpoint (e.g. the wandb run id)
         self.stop = StopSignals(announce=self.dist.main)
         self._synced_once = False
 
@@ -161,8 +180,10 @@ class Trainer(CheckpointMixin):
         w["loss"], w["units"] = float(w["loss"]), int(w["units"])
         value = w["loss"] / max(w["units"], 1)
         if not math.isfinite(value) or value > self.t.diverge_loss:
-            raise Diverged(f"mean training loss {value} over steps {st.step - w['steps'] + 1}-{st.step} "
-                           f"(task.train.diverge_loss={self.t.diverge_loss}; checked at logging steps on CUDA)")
+            raise Diverged(
+                f"mean training loss {value} over steps {st.step - w['steps'] + 1}-{st.step} "
+                f"(task.train.diverge_loss={self.t.diverge_loss}; checked at logging steps on CUDA)"
+            )
 
     def _log_train(self, extra: dict) -> None:
         st, w = self.state, self.state.window
@@ -171,8 +192,14 @@ class Trainer(CheckpointMixin):
         self._check_window()
         st.units += w["units"]
         rate = st.units / st.train_time if st.train_time else 0.0
-        rec = {"epoch": st.epoch, "split": "train", "loss": w["loss"] / w["units"],
-               "lr": self.opt.param_groups[0]["lr"], f"{self.task.unit}_per_s": rate, **extra}
+        rec = {
+            "epoch": st.epoch,
+            "split": "train",
+            "loss": w["loss"] / w["units"],
+            "lr": self.opt.param_groups[0]["lr"],
+            f"{self.task.unit}_per_s": rate,
+            **extra,
+        }
         self.logger.log(rec, st.step)
         self.last_loss = rec["loss"]
         st.window = {"loss": 0.0, "units": 0, "steps": 0}
@@ -215,9 +242,13 @@ class Trainer(CheckpointMixin):
                     loss, value, units, local = self._micro(to_device(batch, self.device))
                     if not self.lean and (not math.isfinite(value) or value > t.diverge_loss):
                         self._log_train({})  # keep the curve up to the last finite step
-                        raise Diverged(f"training loss {value} at step {st.step + 1} (task.train.diverge_loss="
-                                       f"{t.diverge_loss})")
-                    if i == 0:  # gradients are accumulated relative to the first micro-batch's units
+                        raise Diverged(
+                            f"training loss {value} at step {st.step + 1} (task.train.diverge_loss="
+                            f"{t.diverge_loss})"
+                        )
+                    if (
+                        i == 0
+                    ):  # gradients are accumulated relative to the first micro-batch's units
                         ref = units * len(micro)
                         ref = ref.clamp_min(1) if torch.is_tensor(ref) else max(ref, 1)
                     if len(micro) > 1 or d.enabled:
@@ -226,11 +257,15 @@ class Trainer(CheckpointMixin):
                 loss_sum, units_sum = loss_sum + value * units, units_sum + units
         factor = None
         if len(micro) > 1:  # sum_i n_i L_i / ref  ->  sum_i n_i L_i / sum_i n_i
-            factor = ref / (units_sum.clamp_min(1) if torch.is_tensor(units_sum) else max(units_sum, 1))
+            factor = ref / (
+                units_sum.clamp_min(1) if torch.is_tensor(units_sum) else max(units_sum, 1)
+            )
         if self.scaler and (t.clip_norm or factor is not None):
             self.scaler.unscale_(self.opt)
         if factor is not None:
-            torch._foreach_mul_([p.grad for p in self.module.parameters() if p.grad is not None], factor)
+            torch._foreach_mul_(
+                [p.grad for p in self.module.parameters() if p.grad is not None], factor
+            )
         if t.clip_norm:
             torch.nn.utils.clip_grad_norm_(self.module.parameters(), t.clip_norm)
         if self.scaler:  # skips the update when the scaled gradients overflowed
@@ -259,13 +294,18 @@ class Trainer(CheckpointMixin):
         with self.stop, contextlib.closing(bar):  # the handlers stay while a checkpoint is written
             while not done():
                 # a pure function of (epoch, seed): epoch 0's batches are the ones __init__ counted
-                batches = (self._epoch0 if st.epoch == 0 and self._epoch0 is not None
-                           else self.task.train_batches(st.epoch, self.seed))
+                batches = (
+                    self._epoch0
+                    if st.epoch == 0 and self._epoch0 is not None
+                    else self.task.train_batches(st.epoch, self.seed)
+                )
                 self._epoch0 = None
                 while st.batch < len(batches) and not done():
                     t0, built = time.perf_counter(), native.build_seconds()
                     end = min(st.batch + t.update_freq, len(batches))
-                    probe_stats = self._step(*(self.prefetch.get(batches, i) for i in range(st.batch, end)))
+                    probe_stats = self._step(
+                        *(self.prefetch.get(batches, i) for i in range(st.batch, end))
+                    )
                     # the first step on a machine may build the native kernels: set-up, not training
                     st.train_time += time.perf_counter() - t0 - (native.build_seconds() - built)
                     st.batch = end
@@ -281,9 +321,16 @@ class Trainer(CheckpointMixin):
                         self.save()
                     if distributed.any_rank(self.dist, self.stop.signum is not None):
                         self.save()
-                        sig = signal.Signals(self.stop.signum).name if self.stop.signum else "a signal on another rank"
-                        raise Preempted(f"{sig} at step {st.step}: checkpoint written; re-run the same command to "
-                                        "resume", status_of(self.stop.signum))
+                        sig = (
+                            signal.Signals(self.stop.signum).name
+                            if self.stop.signum
+                            else "a signal on another rank"
+                        )
+                        raise Preempted(
+                            f"{sig} at step {st.step}: checkpoint written; re-run the same command to "
+                            "resume",
+                            status_of(self.stop.signum),
+                        )
                 if st.batch >= len(batches):
                     st.epoch, st.batch = st.epoch + 1, 0
                     if not t.eval_every:
@@ -291,7 +338,9 @@ class Trainer(CheckpointMixin):
                         self.evaluate()
                         self.save()
             self._log_train({})
-            if st.best is None:  # no evaluation happened yet (tiny budgets): evaluate the final model
+            if (
+                st.best is None
+            ):  # no evaluation happened yet (tiny budgets): evaluate the final model
                 self.evaluate()
             self.save()
         return st

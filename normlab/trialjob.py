@@ -6,6 +6,7 @@ job has its own process group and is sent SIGTERM if the search dies (stopsignal
 A run directory still held by another process (a stopped search's job finishing its checkpoint) is
 waited for, so the trial resumes that run instead of failing on its lock.
 """
+
 from __future__ import annotations
 
 import signal
@@ -23,7 +24,12 @@ from .stopsignals import job_process_setup, status_of
 class TrialJob:
     """One trial's ``normlab-train`` process. A stop signal to the search is passed on to it, and
     the search waits for its checkpoint instead of killing it (subprocess.run would SIGKILL it)."""
-    FORWARD = {signal.SIGINT: signal.SIGINT, signal.SIGTERM: signal.SIGTERM, signal.SIGHUP: signal.SIGTERM}
+
+    FORWARD = {
+        signal.SIGINT: signal.SIGINT,
+        signal.SIGTERM: signal.SIGTERM,
+        signal.SIGHUP: signal.SIGTERM,
+    }
 
     def __init__(self):
         self.proc: Optional[subprocess.Popen] = None
@@ -32,8 +38,12 @@ class TrialJob:
     def _on_signal(self, signum, _frame) -> None:
         if self.signum is None:
             self.signum = signum
-            print(f"\n[normlab-tune] {signal.Signals(signum).name}: the running trial writes a checkpoint, then "
-                  "the search stops", file=sys.stderr, flush=True)
+            print(
+                f"\n[normlab-tune] {signal.Signals(signum).name}: the running trial writes a checkpoint, then "
+                "the search stops",
+                file=sys.stderr,
+                flush=True,
+            )
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(self.FORWARD[signum])
 
@@ -50,13 +60,18 @@ class TrialJob:
             waited = False
             while (holder := lock_holder(run_dir)) is not None and self.signum is None:
                 if not waited:
-                    print(f"[normlab-tune] {run_dir} is held by {holder} (a stopped search's job finishing its "
-                          "checkpoint, or another process): waiting for it", flush=True)
+                    print(
+                        f"[normlab-tune] {run_dir} is held by {holder} (a stopped search's job finishing its "
+                        "checkpoint, or another process): waiting for it",
+                        flush=True,
+                    )
                     waited = True
                 time.sleep(0.5)
             if self.signum is not None:
                 return exitcodes.STOPPED[status_of(self.signum)]
-            self.proc = subprocess.Popen([sys.executable, "-m", "normlab.train", *job], preexec_fn=job_process_setup)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "normlab.train", *job], preexec_fn=job_process_setup
+            )
             rc = self.proc.wait()
             self.proc = None
             if rc != exitcodes.LOCKED or self.signum is not None:

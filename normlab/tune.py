@@ -17,6 +17,7 @@ resumes from its checkpoint (after waiting for a job that still holds its run di
 ``trials.md`` beside the journal lists the trials with each one's objective read from its own
 summary.json; ``optuna-dashboard <journal>`` shows the study interactively.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,6 +43,7 @@ SEARCHES = CONFIGS / "hparams_search"
 
 def _compose(overrides: list[str], hydra_node: bool = False):
     from hydra import compose, initialize_config_dir
+
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         return compose("train", overrides=overrides, return_hydra_config=hydra_node)
 
@@ -49,7 +51,9 @@ def _compose(overrides: list[str], hydra_node: bool = False):
 def load_search(name: str) -> dict:
     path = SEARCHES / f"{name}.yaml"
     if not path.exists():
-        raise ConfigError(f"--search {name}: no {path}; presets: {sorted(p.stem for p in SEARCHES.glob('*.yaml'))}")
+        raise ConfigError(
+            f"--search {name}: no {path}; presets: {sorted(p.stem for p in SEARCHES.glob('*.yaml'))}"
+        )
     spec = yaml.safe_load(path.read_text())
     for key, p in spec["params"].items():
         if p.get("type") not in ("float", "int", "categorical"):
@@ -58,20 +62,32 @@ def load_search(name: str) -> dict:
 
 
 def _round(v: float) -> float:
-    return float(f"{v:.3g}")   # a readable run folder (lr=0.00141); the value the job ran is recorded
+    return float(
+        f"{v:.3g}"
+    )  # a readable run folder (lr=0.00141); the value the job ran is recorded
 
 
 def space(spec: dict, cfg) -> dict:
     """Concrete ranges: a ``factor`` or ``factor_choices`` is relative to the composed value."""
     from omegaconf import OmegaConf
+
     out = {}
     for key, p in spec["params"].items():
         base = OmegaConf.select(cfg, key)
         if ("factor" in p or "factor_choices" in p) and not isinstance(base, (int, float)):
-            raise ConfigError(f"search param {key}: factor needs a number at {key}, the config has {base!r}")
-        typ = int if p["type"] == "int" or isinstance(base, int) and p["type"] == "categorical" else float
+            raise ConfigError(
+                f"search param {key}: factor needs a number at {key}, the config has {base!r}"
+            )
+        typ = (
+            int
+            if p["type"] == "int" or isinstance(base, int) and p["type"] == "categorical"
+            else float
+        )
         if "factor_choices" in p:
-            out[key] = {"type": "categorical", "choices": sorted({typ(_round(base * f)) for f in p["factor_choices"]})}
+            out[key] = {
+                "type": "categorical",
+                "choices": sorted({typ(_round(base * f)) for f in p["factor_choices"]}),
+            }
         elif "factor" in p:
             lo, hi = (base * f for f in p["factor"])
             out[key] = {**p, "low": typ(lo), "high": typ(hi)}
@@ -85,18 +101,22 @@ def suggest(trial, key: str, p: dict):
         return trial.suggest_categorical(key, p["choices"])
     if p["type"] == "int":
         return trial.suggest_int(key, int(p["low"]), int(p["high"]), log=bool(p.get("log")))
-    return _round(trial.suggest_float(key, float(p["low"]), float(p["high"]), log=bool(p.get("log"))))
+    return _round(
+        trial.suggest_float(key, float(p["low"]), float(p["high"]), log=bool(p.get("log")))
+    )
 
 
 def run_dir_of(overrides: list[str]) -> Path:
     """The run directory normlab-train will use for these overrides: Hydra's own hydra.run.dir."""
     from . import setting  # noqa: F401  (registers ${normlab.setting:})
+
     return Path(_compose(overrides, hydra_node=True).hydra.run.dir)
 
 
 def recover(study) -> int:
     """Fail the trials a killed process left RUNNING and queue their parameters again."""
     from optuna.trial import TrialState
+
     stale = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
     for t in stale:
         requeue(study, t)
@@ -107,6 +127,7 @@ def requeue(study, t) -> None:
     """A trial whose job stopped with a checkpoint (or whose search died): FAIL, marked stale so it
     does not count, and its parameters queued again, so the same run directory resumes."""
     from optuna.trial import TrialState
+
     study._storage.set_trial_user_attr(t._trial_id, "stale", True)
     study._storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
     study.enqueue_trial(t.params, user_attrs={"resumes_trial": t.number}, skip_if_exists=False)
@@ -119,27 +140,40 @@ def check_fixed(study, fixed: dict, searched: list[str], journal: Path) -> None:
     if old is None:
         study.set_user_attr("fixed", fixed)
         return
-    diffs = [k for k in same_experiment(old, fixed) if not any(k == p or k.startswith(p + ".") for p in searched)]
+    diffs = [
+        k
+        for k in same_experiment(old, fixed)
+        if not any(k == p or k.startswith(p + ".") for p in searched)
+    ]
     if diffs:
+
         def get(d, key):
             for part in key.split("."):
                 d = d.get(part) if isinstance(d, dict) else None
             return d
+
         shown = ", ".join(f"{k} ({get(old, k)!r} there, {get(fixed, k)!r} here)" for k in diffs)
-        raise ConfigError(f"study {study.study_name!r} in {journal} was started with other fixed settings: {shown}; "
-                          "start a new study with another name=... (its own folder), or delete that journal "
-                          "to start this one over")
+        raise ConfigError(
+            f"study {study.study_name!r} in {journal} was started with other fixed settings: {shown}; "
+            "start a new study with another name=... (its own folder), or delete that journal "
+            "to start this one over"
+        )
 
 
 def finished(study) -> int:
     """Trials that count toward --trials: finished ones, not those a killed search left behind."""
-    return sum(1 for t in study.get_trials(deepcopy=False) if t.state.is_finished() and not t.user_attrs.get("stale"))
+    return sum(
+        1
+        for t in study.get_trials(deepcopy=False)
+        if t.state.is_finished() and not t.user_attrs.get("stale")
+    )
 
 
 def trial_value(run_dir: Optional[str]) -> tuple[Optional[str], Optional[float]]:
     """(status, objective) from a trial's own summary.json: what its job recorded, also when the
     trial itself was marked failed (a job that finished after its search died)."""
     from .runner import objective
+
     path = Path(run_dir) / "summary.json" if run_dir else None
     if path is None or not path.exists():
         return None, None
@@ -152,16 +186,25 @@ def best_of(study, results: dict) -> Optional[tuple]:
     """(trial, value) of the best completed run among the study's trials; ``results`` maps a trial
     number to its run's (status, objective), read once from the summaries by write_table."""
     maximize = study.direction.name == "MAXIMIZE"
-    done = [(t, results[t.number][1]) for t in study.get_trials(deepcopy=False)
-            if results[t.number][0] == "completed" and results[t.number][1] is not None]
+    done = [
+        (t, results[t.number][1])
+        for t in study.get_trials(deepcopy=False)
+        if results[t.number][0] == "completed" and results[t.number][1] is not None
+    ]
     # a stale trial and the one that resumed it share a run: name the one that finished it
-    return max(done, key=lambda tv: (tv[1] if maximize else -tv[1], not tv[0].user_attrs.get("stale"))) if done else None
+    return (
+        max(done, key=lambda tv: (tv[1] if maximize else -tv[1], not tv[0].user_attrs.get("stale")))
+        if done
+        else None
+    )
 
 
 def write_table(study, path: Path) -> None:
     params = study.user_attrs.get("params", [])
-    rows = ["| trial | state | " + " | ".join(params) + " | run status | objective | run |",
-            "|---" * (len(params) + 5) + "|"]
+    rows = [
+        "| trial | state | " + " | ".join(params) + " | run status | objective | run |",
+        "|---" * (len(params) + 5) + "|",
+    ]
     trials = study.get_trials(deepcopy=False)
     results = {t.number: trial_value(t.user_attrs.get("run_dir")) for t in trials}
     for t in trials:
@@ -169,24 +212,36 @@ def write_table(study, path: Path) -> None:
         state = "stale (stopped; re-queued)" if t.user_attrs.get("stale") else t.state.name.lower()
         status, value = results[t.number]
         shown = "" if value is None else f"{value:.4f}"
-        rows.append(f"| {t.number} | {state} | " + " | ".join(values)
-                    + f" | {status or ''} | {shown} | {t.user_attrs.get('run_dir', '')} |")
+        rows.append(
+            f"| {t.number} | {state} | "
+            + " | ".join(values)
+            + f" | {status or ''} | {shown} | {t.user_attrs.get('run_dir', '')} |"
+        )
     best = best_of(study, results)
     if best:
         b, value = best
-        rows += ["", f"Best: trial {b.number}, objective {value:.4f} ({study.user_attrs['direction']}), "
-                     f"{json.dumps(b.user_attrs.get('used', b.params))}"]
+        rows += [
+            "",
+            f"Best: trial {b.number}, objective {value:.4f} ({study.user_attrs['direction']}), "
+            f"{json.dumps(b.user_attrs.get('used', b.params))}",
+        ]
     path.write_text("\n".join(rows) + "\n")
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="normlab-tune", description=__doc__.split("\n\n")[0],
-                                 epilog=exitcodes.help_text() + "\n  (normlab-tune: 2 also for a study started with "
-                                 "other fixed settings)", formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="normlab-tune",
+        description=__doc__.split("\n\n")[0],
+        epilog=exitcodes.help_text() + "\n  (normlab-tune: 2 also for a study started with "
+        "other fixed settings)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("--version", action="version", version=version_text())
     ap.add_argument("--search", default="lr", help=f"a preset in {SEARCHES} (default: lr)")
     ap.add_argument("--trials", type=int, help="total trials (default: the preset's n_trials)")
-    ap.add_argument("overrides", nargs="*", help="normlab-train overrides shared by every trial (after --)")
+    ap.add_argument(
+        "overrides", nargs="*", help="normlab-train overrides shared by every trial (after --)"
+    )
     a = ap.parse_args(argv)
     import optuna
     from omegaconf import OmegaConf
@@ -204,25 +259,39 @@ def main(argv=None) -> int:
     higher = get_task_class(cfg.task.name).higher_is_better
     n_trials = a.trials or spec["n_trials"]
     storage = optuna.storages.JournalStorage(
-        optuna.storages.journal.JournalFileBackend(str(sweep_dir / "optuna.journal")))
+        optuna.storages.journal.JournalFileBackend(str(sweep_dir / "optuna.journal"))
+    )
     name = f"{cfg.task.name}-{cfg.norm.name}-{a.search}"
     # A resumed search must not replay the first process's random numbers (it would propose the
     # same points again): the seed moves on with the number of trials already in the study.
-    seed = spec.get("seed", 0) + sum(s.n_trials for s in optuna.get_all_study_summaries(storage)
-                                     if s.study_name == name)
-    sampler = {"tpe": lambda: optuna.samplers.TPESampler(seed=seed),
-               "random": lambda: optuna.samplers.RandomSampler(seed=seed),
-               "grid": lambda: optuna.samplers.GridSampler({k: p["choices"] for k, p in ranges.items()},
-                                                           seed=seed)}[spec.get("sampler", "tpe")]()
-    fixed = OmegaConf.to_container(cfg, resolve=False)  # paths need a running Hydra app; they do not count
+    seed = spec.get("seed", 0) + sum(
+        s.n_trials for s in optuna.get_all_study_summaries(storage) if s.study_name == name
+    )
+    sampler = {
+        "tpe": lambda: optuna.samplers.TPESampler(seed=seed),
+        "random": lambda: optuna.samplers.RandomSampler(seed=seed),
+        "grid": lambda: optuna.samplers.GridSampler(
+            {k: p["choices"] for k, p in ranges.items()}, seed=seed
+        ),
+    }[spec.get("sampler", "tpe")]()
+    fixed = OmegaConf.to_container(
+        cfg, resolve=False
+    )  # paths need a running Hydra app; they do not count
     journal = sweep_dir / "optuna.journal"
     with RunLock(sweep_dir / f".{name}", what="searched"), TrialJob() as runner:
-        study = optuna.create_study(study_name=name, storage=storage, sampler=sampler, load_if_exists=True,
-                                    direction="maximize" if higher else "minimize")
+        study = optuna.create_study(
+            study_name=name,
+            storage=storage,
+            sampler=sampler,
+            load_if_exists=True,
+            direction="maximize" if higher else "minimize",
+        )
         check_fixed(study, fixed, list(ranges), journal)
         study.set_user_attr("params", list(ranges))
-        study.set_user_attr("direction", f"{cfg.task.name} {'higher' if higher else 'lower'} is better")
-        if (n := recover(study)):
+        study.set_user_attr(
+            "direction", f"{cfg.task.name} {'higher' if higher else 'lower'} is better"
+        )
+        if n := recover(study):
             print(f"[normlab-tune] resuming: {n} trial(s) of a killed search queued again")
         table = sweep_dir / f"trials-{name}.md"
         while finished(study) < n_trials and runner.signum is None:
@@ -232,9 +301,12 @@ def main(argv=None) -> int:
             run_dir = run_dir_of(job)
             trial.set_user_attr("used", used)
             trial.set_user_attr("run_dir", str(run_dir))
-            print(f"[normlab-tune] trial {trial.number}: {' '.join(f'{k}={v}' for k, v in used.items())}", flush=True)
+            print(
+                f"[normlab-tune] trial {trial.number}: {' '.join(f'{k}={v}' for k, v in used.items())}",
+                flush=True,
+            )
             rc = runner.run(job, run_dir)
-            if rc in exitcodes.STOPPED.values():   # stopped with a checkpoint
+            if rc in exitcodes.STOPPED.values():  # stopped with a checkpoint
                 requeue(study, study.get_trials(deepcopy=False)[trial.number])
                 break
             status, value = trial_value(str(run_dir))
@@ -248,8 +320,11 @@ def main(argv=None) -> int:
     print(table.read_text())
     if runner.signum is not None:
         code = exitcodes.STOPPED[status_of(runner.signum)]
-        print(f"[normlab-tune] stopped by {signal.Signals(runner.signum).name}: run the same command again to "
-              "resume the search (the stopped trial resumes from its checkpoint)", file=sys.stderr)
+        print(
+            f"[normlab-tune] stopped by {signal.Signals(runner.signum).name}: run the same command again to "
+            "resume the search (the stopped trial resumes from its checkpoint)",
+            file=sys.stderr,
+        )
         return code
     return 0
 
@@ -260,8 +335,11 @@ def cli() -> None:
     except (ConfigError, RunLocked) as e:
         print(f"normlab-tune: error: {e}", file=sys.stderr)
         sys.exit(exitcodes.LOCKED if isinstance(e, RunLocked) else exitcodes.BAD_INPUT)
-    except KeyboardInterrupt:   # before or between trials: nothing is running
-        print("\nnormlab-tune: interrupted; run the same command again to resume the search", file=sys.stderr)
+    except KeyboardInterrupt:  # before or between trials: nothing is running
+        print(
+            "\nnormlab-tune: interrupted; run the same command again to resume the search",
+            file=sys.stderr,
+        )
         sys.exit(exitcodes.INTERRUPTED)
 
 

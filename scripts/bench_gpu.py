@@ -16,6 +16,7 @@ round. "compiled vs eager" trains the same model from the same init on the same 
 --agree-steps steps in bf16 with inductor's fallback_random (the same dropout masks as eager)
 and reports both losses: the check of "AdaNorm + compile 11.9 vs eager 9.0 after 25 steps".
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,28 +37,54 @@ from normlab.config import CONFIGS, load_job, train_config  # noqa: E402
 from normlab.norms import build_norm, norm_factory  # noqa: E402
 from normlab.trainer import Trainer  # noqa: E402
 
-NORMS = ["layernorm", "layernorm_simple", "detachnorm", "detach_mean", "detach_var", "adanorm", "rmsnorm",
-         "dyt", "scalenorm", "derf"]
-FULL_SPLIT_FILL = 0.91  # measured: bucketing fills ~91% of an 8,192-token budget on the 160K-pair split
+NORMS = [
+    "layernorm",
+    "layernorm_simple",
+    "detachnorm",
+    "detach_mean",
+    "detach_var",
+    "adanorm",
+    "rmsnorm",
+    "dyt",
+    "scalenorm",
+    "derf",
+]
+FULL_SPLIT_FILL = (
+    0.91  # measured: bucketing fills ~91% of an 8,192-token budget on the 160K-pair split
+)
 
 
 def compose(task: str, norm: str, quick: bool):
     from hydra import compose as hcompose
     from hydra import initialize_config_dir
+
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        cfg = hcompose("train", overrides=[f"task={task}", f"norm={norm}", "scale=smoke" if quick else "scale=paper",
-                                           "paths.data_dir=/nonexistent", "paths.cache_dir=/tmp"])
+        cfg = hcompose(
+            "train",
+            overrides=[
+                f"task={task}",
+                f"norm={norm}",
+                "scale=smoke" if quick else "scale=paper",
+                "paths.data_dir=/nonexistent",
+                "paths.cache_dir=/tmp",
+            ],
+        )
     return load_job(cfg).cfg
 
 
 def make_task(job, quick: bool):
     """The task's own model and loss, without its data."""
     from normlab.tasks import get_task_class
+
     cls = get_task_class(job.task.name)
     task = cls.__new__(cls)
     task.cfg, task.name = job.task, job.task.name
     if job.task.name == "enwik8":
-        b, t, vocab = (4, 32, 256) if quick else (int(job.task.data.batch_size), int(job.task.data.seq_len), 256)
+        b, t, vocab = (
+            (4, 32, 256)
+            if quick
+            else (int(job.task.data.batch_size), int(job.task.data.seq_len), 256)
+        )
         gen = lambda g, n: tuple(torch.randint(0, vocab, (n, t), generator=g) for _ in range(2))  # noqa: E731
     else:
         vocab = 64 if quick else 10_152  # fairseq's joined IWSLT14 dictionary
@@ -91,15 +118,29 @@ def loop_vs_bare(task_name, norm, precision, args, device, compile=False):
     g = torch.Generator().manual_seed(0)
     full = [gen(g, b) for _ in range(4)]
     uf = int(job.task.train.update_freq)
-    micro = [tuple(x[i * b // uf:(i + 1) * b // uf] for x in batch) for batch in full for i in range(uf)]
+    micro = [
+        tuple(x[i * b // uf : (i + 1) * b // uf] for x in batch)
+        for batch in full
+        for i in range(uf)
+    ]
     task.train_batches = lambda epoch, seed: micro
     torch.manual_seed(0)
     accel.set_matmul_precision(precision)
     model = task.build_model(norm_factory(norm, **(job.norm.options or {})))
     tc = train_config(OmegaConf.to_container(job.task.train))
     with tempfile.TemporaryDirectory() as tmp:
-        tr = Trainer(task, model, tc, 1, Path(tmp), SimpleNamespace(log=lambda *a: None), device, progress=False,
-                     precision=precision, compile=compile)
+        tr = Trainer(
+            task,
+            model,
+            tc,
+            1,
+            Path(tmp),
+            SimpleNamespace(log=lambda *a: None),
+            device,
+            progress=False,
+            precision=precision,
+            compile=compile,
+        )
         i = [0]
 
         def loop_step():  # Trainer.fit's inner loop, without evaluation and checkpoints
@@ -108,6 +149,7 @@ def loop_vs_bare(task_name, norm, precision, args, device, compile=False):
             i[0] += 1
             if tr.state.step % tc.log_every == 0:
                 tr._log_train({})
+
         loop = timed_steps(loop_step, args.steps, args.warmup, device)
         bare_model = tr.forward_model
         opt, sched = tr.opt, tr.sched
@@ -121,6 +163,7 @@ def loop_vs_bare(task_name, norm, precision, args, device, compile=False):
             opt.step()
             sched.step()
             i[0] += 1
+
         bare = timed_steps(bare_step, args.steps, args.warmup, device)
     return loop, bare, b * t
 
@@ -128,6 +171,7 @@ def loop_vs_bare(task_name, norm, precision, args, device, compile=False):
 def agreement(task_name, norm, args, device):
     """Loss after --agree-steps bf16 steps, eager and compiled, from the same init and batches."""
     import torch._inductor.config as ic
+
     ic.fallback_random = True
     job = compose(task_name, norm, args.quick)
     task, b, t, gen = make_task(job, args.quick)
@@ -152,41 +196,64 @@ def agreement(task_name, norm, args, device):
 def norm_table(args, device):
     """Each round times every variant once; a ratio is the median over rounds of the variant's
     time / torch.nn.LayerNorm's time in the same round (load hits both alike)."""
-    shapes = ([(256, 64, torch.float32), (256, 64, torch.bfloat16)] if args.quick else
-              [(16384, 1024, torch.float32), (16384, 1024, torch.bfloat16), (65536, 512, torch.bfloat16)])
+    shapes = (
+        [(256, 64, torch.float32), (256, 64, torch.bfloat16)]
+        if args.quick
+        else [
+            (16384, 1024, torch.float32),
+            (16384, 1024, torch.bfloat16),
+            (65536, 512, torch.bfloat16),
+        ]
+    )
     names = ["torch.nn.LayerNorm"] + NORMS
     cols = []
     for n, d, dtype in shapes:
         x = torch.randn(n, d, device=device, dtype=dtype, requires_grad=True)
         gy = torch.randn(n, d, device=device, dtype=dtype)
-        mods = {k: (torch.nn.LayerNorm(d) if k.startswith("torch") else build_norm(k, d)).to(device, dtype)
-                for k in names}
+        mods = {
+            k: (torch.nn.LayerNorm(d) if k.startswith("torch") else build_norm(k, d)).to(
+                device, dtype
+            )
+            for k in names
+        }
         times = {k: [] for k in names}
         for r in range(args.norm_reps + 3):
             for k, mod in mods.items():
                 params = [x, *mod.parameters()]
+
                 def fwd_bwd(mod=mod, x=x, params=params, gy=gy):
                     return torch.autograd.grad(mod(x), params, gy)
+
                 dt = timed_steps(fwd_bwd, 1, 0, device)
                 if r >= 3:
                     times[k].append(dt)
         cols.append({k: median([a / b for a, b in zip(times[k], times[names[0]])]) for k in names})
     rows = [[f"`{k}`"] + [f"{c[k]:.2f}" for c in cols] for k in names]
-    return markdown_table(["variant"] + [f"{n}x{d} {str(dt).split('.')[-1]}" for n, d, dt in shapes], rows)
+    return markdown_table(
+        ["variant"] + [f"{n}x{d} {str(dt).split('.')[-1]}" for n, d, dt in shapes], rows
+    )
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="tiny shapes and models: any device, seconds")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--quick", action="store_true", help="tiny shapes and models: any device, seconds"
+    )
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--norms", default=",".join(NORMS))
     ap.add_argument("--precisions", default="fp32,bf16")
-    ap.add_argument("--compile-norms", default="layernorm,adanorm", help="'' = no torch.compile at all")
+    ap.add_argument(
+        "--compile-norms", default="layernorm,adanorm", help="'' = no torch.compile at all"
+    )
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--norm-reps", type=int, default=20)
     ap.add_argument("--agree-steps", type=int, default=25)
-    ap.add_argument("--budget-s", type=float, default=540, help="skip what is left after this many seconds")
+    ap.add_argument(
+        "--budget-s", type=float, default=540, help="skip what is left after this many seconds"
+    )
     ap.add_argument("--out", default=None, help="default results/bench/gpu.md (none with --quick)")
     args = ap.parse_args(argv)
     if args.quick:
@@ -201,10 +268,16 @@ def main(argv=None):
     info = machine()
     norms, precisions = args.norms.split(","), args.precisions.split(",")
     compile_norms = [n for n in args.compile_norms.split(",") if n]
-    sections = ["# GPU: training loop, norm layers, compile", machine_block(info), __doc__.split("\n\n", 2)[2].strip()]
+    sections = [
+        "# GPU: training loop, norm layers, compile",
+        machine_block(info),
+        __doc__.split("\n\n", 2)[2].strip(),
+    ]
     for task_name in ("iwslt14_de_en", "enwik8"):
         rows, ln = [], {}
-        runs = [(n, p, False) for p in precisions for n in norms] + [(n, "bf16", True) for n in compile_norms]
+        runs = [(n, p, False) for p in precisions for n in norms] + [
+            (n, "bf16", True) for n in compile_norms
+        ]
         for norm, precision, compile in runs:
             if time.time() - start > args.budget_s:
                 skipped.append(f"{task_name} {norm} {precision}{' compile' if compile else ''}")
@@ -213,22 +286,47 @@ def main(argv=None):
             key = (precision, compile)
             if norm == "layernorm":
                 ln.setdefault(key, loop)
-            rows.append([f"`{norm}`", precision + (" + compile" if compile else ""), f"{loop * 1e3:.1f}",
-                         f"{bare * 1e3:.1f}", f"{loop / bare:.2f}", f"{tokens / loop:,.0f}",
-                         f"{loop / ln[key]:.2f}" if key in ln else "n/a"])
+            rows.append(
+                [
+                    f"`{norm}`",
+                    precision + (" + compile" if compile else ""),
+                    f"{loop * 1e3:.1f}",
+                    f"{bare * 1e3:.1f}",
+                    f"{loop / bare:.2f}",
+                    f"{tokens / loop:,.0f}",
+                    f"{loop / ln[key]:.2f}" if key in ln else "n/a",
+                ]
+            )
             print(rows[-1], flush=True)
-        sections += [f"## {task_name}: loop vs bare step (paper model)", markdown_table(
-            ["norm", "precision", "loop ms/step", "bare ms/step", "loop / bare", "tokens/s (loop)",
-             "loop / LayerNorm's"], rows)]
+        sections += [
+            f"## {task_name}: loop vs bare step (paper model)",
+            markdown_table(
+                [
+                    "norm",
+                    "precision",
+                    "loop ms/step",
+                    "bare ms/step",
+                    "loop / bare",
+                    "tokens/s (loop)",
+                    "loop / LayerNorm's",
+                ],
+                rows,
+            ),
+        ]
         if task_name == "iwslt14_de_en" and ln:
             best = min(ln.values())
             steps = 90_000 * 5 * 3  # 5 norms x 3 seeds x 90K updates
-            sections.append(f"- fastest LayerNorm loop: {best * 1e3:.1f} ms per 8,192-token update; on the full "
-                            f"train split (~{FULL_SPLIT_FILL:.0%} filled) {FULL_SPLIT_FILL * 8192 / best:,.0f} "
-                            f"tokens/s; the paper grid (5 norms x 3 seeds x 90K updates) ~{steps * best / 3600:.1f} "
-                            "GPU-hours on one such device")
+            sections.append(
+                f"- fastest LayerNorm loop: {best * 1e3:.1f} ms per 8,192-token update; on the full "
+                f"train split (~{FULL_SPLIT_FILL:.0%} filled) {FULL_SPLIT_FILL * 8192 / best:,.0f} "
+                f"tokens/s; the paper grid (5 norms x 3 seeds x 90K updates) ~{steps * best / 3600:.1f} "
+                "GPU-hours on one such device"
+            )
     if time.time() - start <= args.budget_s:
-        sections += ["## Norm layers: fwd+bwd time / torch.nn.LayerNorm's (impl=fused)", norm_table(args, device)]
+        sections += [
+            "## Norm layers: fwd+bwd time / torch.nn.LayerNorm's (impl=fused)",
+            norm_table(args, device),
+        ]
     else:
         skipped.append("norm table")
     agree = []
@@ -239,10 +337,14 @@ def main(argv=None):
         eager, compiled = agreement("iwslt14_de_en", norm, args, device)
         agree.append([f"`{norm}`", f"{eager:.4f}", f"{compiled:.4f}", f"{compiled - eager:+.4f}"])
     if agree:
-        sections += [f"## Compiled vs eager: IWSLT14 model, bf16, loss after {args.agree_steps} steps",
-                     markdown_table(["norm", "eager", "compiled", "difference"], agree)]
-    sections.append(f"- wall time {time.time() - start:.0f} s" + (f"; skipped (over --budget-s): {skipped}"
-                                                                  if skipped else ""))
+        sections += [
+            f"## Compiled vs eager: IWSLT14 model, bf16, loss after {args.agree_steps} steps",
+            markdown_table(["norm", "eager", "compiled", "difference"], agree),
+        ]
+    sections.append(
+        f"- wall time {time.time() - start:.0f} s"
+        + (f"; skipped (over --budget-s): {skipped}" if skipped else "")
+    )
     report = "\n\n".join(sections) + "\n"
     print(report)
     out = args.out or (None if args.quick else "results/bench/gpu.md")

@@ -32,6 +32,7 @@ difference of output or input gradient, relative to the largest magnitude of the
 On a shared machine (see the load average) repeated runs have moved single ratios by up to 0.1
 at the two large shapes and 0.25 at 4096x64; compare rows of one table, not across tables.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,10 +52,27 @@ from normlab.norms import build_norm, native
 sys.path.insert(0, str(Path(__file__).parent))
 from benchkit import load_average, machine, machine_block, markdown_table, median, pin_malloc, write  # noqa: E402
 
-VARIANTS = ["layernorm", "layernorm_simple", "detachnorm", "detach_mean", "detach_var", "adanorm",
-            "rmsnorm", "dyt", "scalenorm", "derf"]
-OFFICIAL = ["layernorm", "layernorm_simple", "detachnorm", "detach_mean", "detach_var", "adanorm",
-            "rmsnorm"]  # the variants with a numerics option
+VARIANTS = [
+    "layernorm",
+    "layernorm_simple",
+    "detachnorm",
+    "detach_mean",
+    "detach_var",
+    "adanorm",
+    "rmsnorm",
+    "dyt",
+    "scalenorm",
+    "derf",
+]
+OFFICIAL = [
+    "layernorm",
+    "layernorm_simple",
+    "detachnorm",
+    "detach_mean",
+    "detach_var",
+    "adanorm",
+    "rmsnorm",
+]  # the variants with a numerics option
 
 
 class PeakMemory(TorchDispatchMode):
@@ -72,8 +90,11 @@ class PeakMemory(TorchDispatchMode):
                 del self.live[key]
                 self.current -= nbytes
         # views, in-place and out= results share an input's storage: not new memory
-        inputs = {t.untyped_storage().data_ptr() for t in tree_flatten((args, kwargs))[0]
-                  if isinstance(t, torch.Tensor)}
+        inputs = {
+            t.untyped_storage().data_ptr()
+            for t in tree_flatten((args, kwargs))[0]
+            if isinstance(t, torch.Tensor)
+        }
         for t in tree_flatten(out)[0]:
             if isinstance(t, torch.Tensor) and t.device.type == "cpu":
                 st = t.untyped_storage()
@@ -94,7 +115,11 @@ def clock(device) -> callable:
     """CPU time of this thread when torch runs one CPU thread: on a shared machine, time spent
     descheduled for other processes is not the norm's cost (wall time then varies 5x between
     runs, thread time by a few percent). Wall time otherwise (intra-op threads, CUDA)."""
-    return time.thread_time if device.type == "cpu" and torch.get_num_threads() == 1 else time.perf_counter
+    return (
+        time.thread_time
+        if device.type == "cpu" and torch.get_num_threads() == 1
+        else time.perf_counter
+    )
 
 
 def timed(module, x, g) -> float:
@@ -141,7 +166,9 @@ def candidates(d: int, device, dtype) -> dict[str, nn.Module]:
     """Every variant three ways: fused (the default: native kernels on CPU when built), its
     tensor-op fast path, and the reference math."""
     mods = {"torch.nn.LayerNorm": nn.LayerNorm(d), "torch.nn.RMSNorm": nn.RMSNorm(d)}
-    rows = [(n, n, {}) for n in VARIANTS] + [(f"{n}[official]", n, {"numerics": "official"}) for n in OFFICIAL]
+    rows = [(n, n, {}) for n in VARIANTS] + [
+        (f"{n}[official]", n, {"numerics": "official"}) for n in OFFICIAL
+    ]
     for key, name, opts in rows:
         mods[f"{key}/fused"] = build_norm(name, d, **opts)
         mods[f"{key}/tensorops"] = TensorOps(build_norm(name, d, **opts))
@@ -161,15 +188,21 @@ def candidates(d: int, device, dtype) -> dict[str, nn.Module]:
 def max_rel_diff(a_mod, b_mod, x, g) -> float:
     ya, ga = fwd_bwd(a_mod, x, g)
     yb, gb = fwd_bwd(b_mod, x, g)
-    return max(((ya - yb).abs().max() / yb.abs().max()).item(),
-               ((ga[0] - gb[0]).abs().max() / gb[0].abs().max()).item())
+    return max(
+        ((ya - yb).abs().max() / yb.abs().max()).item(),
+        ((ga[0] - gb[0]).abs().max() / gb[0].abs().max()).item(),
+    )
 
 
 def bench_shape(rows: int, d: int, device, dtype, rounds: int, seed: int) -> tuple[str, list]:
     mods = candidates(d, device, dtype)
     gen = torch.Generator().manual_seed(seed)
     # a non-zero mean and spread per row, as residual-stream activations have
-    x = (torch.randn(rows, d, generator=gen) * 2 + 0.5).to(device=device, dtype=dtype).requires_grad_()
+    x = (
+        (torch.randn(rows, d, generator=gen) * 2 + 0.5)
+        .to(device=device, dtype=dtype)
+        .requires_grad_()
+    )
     g = torch.randn(rows, d, generator=gen).to(device=device, dtype=dtype)
     names = list(mods)
     times = {n: [] for n in names}
@@ -189,29 +222,68 @@ def bench_shape(rows: int, d: int, device, dtype, rounds: int, seed: int) -> tup
 
     rows_out = []
     for n in ["torch.nn.LayerNorm", "torch.nn.RMSNorm"]:
-        rows_out.append([f"`{n}`", *cell(n), "", "", "", "", "", f"{median(times[n]) * 1e3:.3g}",
-                         f"{mem[n] / 2**20:.3g}"])
+        rows_out.append(
+            [
+                f"`{n}`",
+                *cell(n),
+                "",
+                "",
+                "",
+                "",
+                "",
+                f"{median(times[n]) * 1e3:.3g}",
+                f"{mem[n] / 2**20:.3g}",
+            ]
+        )
     for n in [k[: -len("/fused")] for k in mods if k.endswith("/fused")]:
         fused, ops, ref = f"{n}/fused", f"{n}/tensorops", f"{n}/reference"
         diff = max_rel_diff(mods[fused], mods[ref], x, g)
         flag = " **>1.25**" if ratio[fused] > 1.25 else ""
-        rows_out.append([f"`{n}`", cell(fused)[0] + flag, cell(fused)[1], *cell(ops), *cell(ref),
-                         f"{diff:.0e}", f"{median(times[fused]) * 1e3:.3g}", f"{mem[fused] / 2**20:.3g}"])
-    header = ["variant", "fused time ×LN", "fused peak mem ×LN", "tensor-op time ×LN",
-              "tensor-op peak mem ×LN", "reference time ×LN", "reference peak mem ×LN",
-              "fused vs reference", "fused ms (median)", "fused peak MiB"]
-    title = (f"### {rows}×{d} {str(dtype).replace('torch.', '')} on {device}, {rounds} rounds, "
-             f"clock: {clock(device).__name__}")
+        rows_out.append(
+            [
+                f"`{n}`",
+                cell(fused)[0] + flag,
+                cell(fused)[1],
+                *cell(ops),
+                *cell(ref),
+                f"{diff:.0e}",
+                f"{median(times[fused]) * 1e3:.3g}",
+                f"{mem[fused] / 2**20:.3g}",
+            ]
+        )
+    header = [
+        "variant",
+        "fused time ×LN",
+        "fused peak mem ×LN",
+        "tensor-op time ×LN",
+        "tensor-op peak mem ×LN",
+        "reference time ×LN",
+        "reference peak mem ×LN",
+        "fused vs reference",
+        "fused ms (median)",
+        "fused peak MiB",
+    ]
+    title = (
+        f"### {rows}×{d} {str(dtype).replace('torch.', '')} on {device}, {rounds} rounds, "
+        f"clock: {clock(device).__name__}"
+    )
     return f"{title}\n\n{markdown_table(header, rows_out)}\n", [ratio, mem]
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--shapes", default="16384x512,4096x1024,4096x64",
-                    help="rows x features, comma-separated")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--shapes", default="16384x512,4096x1024,4096x64", help="rows x features, comma-separated"
+    )
     ap.add_argument("--rounds", type=int, default=15)
-    ap.add_argument("--threads", type=int, default=1,
-                    help="torch CPU threads (1: the sweep runs one thread per job; 0: torch's default)")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch CPU threads (1: the sweep runs one thread per job; 0: torch's default)",
+    )
     ap.add_argument("--devices", default="cpu,cuda", help="cuda is skipped when unavailable")
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--seed", type=int, default=0)
@@ -222,7 +294,9 @@ def main(argv=None):
         torch.set_num_threads(args.threads)
     info = machine()
     info["normlab native kernels"] = native.describe()
-    info["glibc malloc"] = "pinned thresholds" if args.malloc == "pinned" and pin_malloc() else "default"
+    info["glibc malloc"] = (
+        "pinned thresholds" if args.malloc == "pinned" and pin_malloc() else "default"
+    )
     dtype = getattr(torch, args.dtype)
     devices = [d for d in args.devices.split(",") if d != "cuda" or torch.cuda.is_available()]
     parts = []
@@ -233,8 +307,14 @@ def main(argv=None):
             print(text, flush=True)
             parts.append(text)
     info["load average at end (1/5/15 min)"] = load_average()
-    report = ("# Norm layers: forward+backward time and peak memory vs torch.nn.LayerNorm\n\n"
-              + machine_block(info) + "\n\n" + __doc__.split("\n\n", 2)[2] + "\n" + "\n".join(parts))
+    report = (
+        "# Norm layers: forward+backward time and peak memory vs torch.nn.LayerNorm\n\n"
+        + machine_block(info)
+        + "\n\n"
+        + __doc__.split("\n\n", 2)[2]
+        + "\n"
+        + "\n".join(parts)
+    )
     if args.out:
         write(args.out, report)
 

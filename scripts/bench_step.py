@@ -18,6 +18,7 @@ loop before each step), and deterministic algorithms (the runner's default) agai
 default. Clock as in bench_norms.py, malloc pinned as in benchkit.py (one thread: thread CPU time; pinned glibc
 malloc unless --malloc default).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,7 +39,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 from benchkit import load_average, machine, machine_block, markdown_table, median, pin_malloc, write  # noqa: E402
 
-SWEEP_NORMS = "none,layernorm,layernorm_simple,detachnorm,detach_mean,detach_var,adanorm,rmsnorm,dyt"
+SWEEP_NORMS = (
+    "none,layernorm,layernorm_simple,detachnorm,detach_mean,detach_var,adanorm,rmsnorm,dyt"
+)
 
 
 def compose(task: str, norm: str, scale: str, data_dir: Path, cache: Path, extra=()):
@@ -46,8 +49,17 @@ def compose(task: str, norm: str, scale: str, data_dir: Path, cache: Path, extra
     from hydra import initialize_config_dir
 
     from normlab.config import load_job
-    overrides = [f"task={task}", f"norm={norm}", f"scale={scale}", "progress=false",
-                 f"paths.data_dir={data_dir}", f"paths.cache_dir={cache}", f"paths.root={cache}/runs", *extra]
+
+    overrides = [
+        f"task={task}",
+        f"norm={norm}",
+        f"scale={scale}",
+        "progress=false",
+        f"paths.data_dir={data_dir}",
+        f"paths.cache_dir={cache}",
+        f"paths.root={cache}/runs",
+        *extra,
+    ]
     with initialize_config_dir(config_dir=str(REPO / "normlab" / "configs"), version_base="1.3"):
         return load_job(hydra_compose("train", overrides=overrides), overrides).cfg
 
@@ -60,18 +72,38 @@ class Setup:
         from normlab.norms import norm_factory
         from normlab.schedule import lr_lambda
         from normlab.trainer import Trainer
+
         self.t = train_config(OmegaConf.to_container(job.task.train, resolve=True))
         self.t_plain = dataclasses.replace(self.t, probe_every=0)
         torch.manual_seed(job.seed)
-        model = task.build_model(norm_factory(job.norm.name, **{**(job.norm.options or {}), "impl": impl}))
+        model = task.build_model(
+            norm_factory(job.norm.name, **{**(job.norm.options or {}), "impl": impl})
+        )
         self.bare = copy.deepcopy(model).train()
-        self.trainer = Trainer(task, model.train(), self.t_plain, job.seed, cache / f"run-{impl}", None,
-                               torch.device("cpu"), progress=False)
+        self.trainer = Trainer(
+            task,
+            model.train(),
+            self.t_plain,
+            job.seed,
+            cache / f"run-{impl}",
+            None,
+            torch.device("cpu"),
+            progress=False,
+        )
         t = self.t
-        self.opt = torch.optim.Adam(self.bare.parameters(), lr=t.lr, betas=tuple(t.betas), eps=t.adam_eps)
+        self.opt = torch.optim.Adam(
+            self.bare.parameters(), lr=t.lr, betas=tuple(t.betas), eps=t.adam_eps
+        )
         self.sched = torch.optim.lr_scheduler.LambdaLR(
-            self.opt, lr_lambda(t.schedule, t.warmup_steps, self.trainer.total_steps, t.warmup_init_ratio,
-                                t.min_lr_ratio))
+            self.opt,
+            lr_lambda(
+                t.schedule,
+                t.warmup_steps,
+                self.trainer.total_steps,
+                t.warmup_init_ratio,
+                t.min_lr_ratio,
+            ),
+        )
 
     def bare_step(self, batch):
         tokens, labels = batch
@@ -99,7 +131,7 @@ def rounds(fns: dict, batches, n: int, warmup: int = 3) -> dict:
     keys = list(fns)
     for r in range(n + warmup):
         batch = batches[r % len(batches)]
-        for k in keys[r % len(keys):] + keys[:r % len(keys)]:
+        for k in keys[r % len(keys) :] + keys[: r % len(keys)]:
             dt = timed(fns[k], batch)
             if r >= warmup:
                 out[k].append(dt)
@@ -111,13 +143,19 @@ def ratio(a, b) -> float:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--task", default="rt")
     ap.add_argument("--scale", default="mini")
     ap.add_argument("--norms", default=SWEEP_NORMS)
     ap.add_argument("--rounds", type=int, default=25)
-    ap.add_argument("--batches", type=int, default=8, help="distinct training batches cycled through")
-    ap.add_argument("--threads", type=int, default=1, help="torch threads (the sweep runs one per job)")
+    ap.add_argument(
+        "--batches", type=int, default=8, help="distinct training batches cycled through"
+    )
+    ap.add_argument(
+        "--threads", type=int, default=1, help="torch threads (the sweep runs one per job)"
+    )
     ap.add_argument("--malloc", choices=["pinned", "default"], default="pinned")
     ap.add_argument("--data", default=os.environ.get("NORMLAB_DATA") or str(REPO / "data"))
     ap.add_argument("--out")
@@ -125,8 +163,11 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     info = machine()
     from normlab.norms import native
+
     info["normlab native kernels"] = native.describe()
-    info["glibc malloc"] = "pinned thresholds" if args.malloc == "pinned" and pin_malloc() else "default"
+    info["glibc malloc"] = (
+        "pinned thresholds" if args.malloc == "pinned" and pin_malloc() else "default"
+    )
     tmp = Path(tempfile.mkdtemp(prefix="bench_step_"))
     try:
         report = measure(args, tmp, info)
@@ -140,54 +181,97 @@ def main(argv=None):
 def measure(args, tmp: Path, info: dict) -> str:
     from normlab.norms import native
     from normlab.tasks import get_task_class
+
     rows, extra_rows, notes = [], [], []
     task = None
     for norm in args.norms.split(","):
         job = compose(args.task, norm, args.scale, Path(args.data), tmp)
         torch.use_deterministic_algorithms(bool(job.deterministic), warn_only=True)  # as the runner
         if task is None:
-            task = get_task_class(job.task.name)(job.task, Path(job.paths.data_dir) / job.task.name, tmp)
+            task = get_task_class(job.task.name)(
+                job.task, Path(job.paths.data_dir) / job.task.name, tmp
+            )
             task.run_seed = job.seed
             task.setup()
             index = task.train_batches(0, job.seed)
             batches = [index[i] for i in range(min(args.batches, len(index)))]
             shape = tuple(batches[0][0].shape)
-            notes.append(f"task {job.task.name} ({task.data_info.get('source')} data), scale {args.scale}, "
-                         f"model {dict(job.task.model)}, {len(batches)} batches cycled (first {shape})")
+            notes.append(
+                f"task {job.task.name} ({task.data_info.get('source')} data), scale {args.scale}, "
+                f"model {dict(job.task.model)}, {len(batches)} batches cycled (first {shape})"
+            )
         fused, ref = Setup(job, task, tmp, "fused"), Setup(job, task, tmp, "reference")
         ops = Setup(job, task, tmp, "fused")
 
         def ops_step(batch, ops=ops):
             with native.disabled():  # forward picks the path, backward follows it
                 ops.normlab_step(batch)
-        t = rounds({"bare": fused.bare_step, "normlab": fused.normlab_step, "reference": ref.normlab_step,
-                    "tensorops": ops_step}, batches, args.rounds)
+
+        t = rounds(
+            {
+                "bare": fused.bare_step,
+                "normlab": fused.normlab_step,
+                "reference": ref.normlab_step,
+                "tensorops": ops_step,
+            },
+            batches,
+            args.rounds,
+        )
         over = ratio(t["normlab"], t["bare"]) - 1
-        rows.append([f"`{norm}`", f"{median(t['bare']) * 1e3:.2f}", f"{median(t['normlab']) * 1e3:.2f}",
-                     f"{100 * over:+.1f}%" + (" **>5%**" if over > 0.05 else ""),
-                     f"{ratio(t['reference'], t['normlab']):.2f}", f"{ratio(t['tensorops'], t['normlab']):.2f}"])
+        rows.append(
+            [
+                f"`{norm}`",
+                f"{median(t['bare']) * 1e3:.2f}",
+                f"{median(t['normlab']) * 1e3:.2f}",
+                f"{100 * over:+.1f}%" + (" **>5%**" if over > 0.05 else ""),
+                f"{ratio(t['reference'], t['normlab']):.2f}",
+                f"{ratio(t['tensorops'], t['normlab']):.2f}",
+            ]
+        )
         print(rows[-1], flush=True)
         if norm == "layernorm":
             extra_rows += extras(fused, index, batches, args.rounds, job)
-    report = "\n\n".join([
-        "# Training step: normlab loop vs a bare PyTorch loop", machine_block(info) +
-        f"\n- load average at end (1/5/15 min): {load_average()}", __doc__.split("\n\n", 2)[2].strip(),
-        "\n".join(f"- {n}" for n in notes),
-        markdown_table(["norm", "bare step ms", "normlab step ms", "normlab overhead",
-                        "step with impl=reference / fused", "step with tensor-op path / fused"], rows),
-        "### Around the step (LayerNorm model)",
-        markdown_table(["what", "cost"], extra_rows)]) + "\n"
+    report = (
+        "\n\n".join(
+            [
+                "# Training step: normlab loop vs a bare PyTorch loop",
+                machine_block(info) + f"\n- load average at end (1/5/15 min): {load_average()}",
+                __doc__.split("\n\n", 2)[2].strip(),
+                "\n".join(f"- {n}" for n in notes),
+                markdown_table(
+                    [
+                        "norm",
+                        "bare step ms",
+                        "normlab step ms",
+                        "normlab overhead",
+                        "step with impl=reference / fused",
+                        "step with tensor-op path / fused",
+                    ],
+                    rows,
+                ),
+                "### Around the step (LayerNorm model)",
+                markdown_table(["what", "cost"], extra_rows),
+            ]
+        )
+        + "\n"
+    )
     return report
 
 
 def extras(s: Setup, index, batches, n: int, job) -> list:
-    t = rounds({"plain": s.normlab_step, "probe": lambda b: s.normlab_step(b, probe=True)}, batches, n)
+    t = rounds(
+        {"plain": s.normlab_step, "probe": lambda b: s.normlab_step(b, probe=True)}, batches, n
+    )
     probe = ratio(t["probe"], t["plain"])
     every = s.t.probe_every
     out = [["a step with the gradient probe / a plain step", f"{probe:.2f}x"]]
     if every:
-        out.append([f"probe amortised over task.train.probe_every={every}",
-                    f"{100 * (probe - 1) / every:+.1f}%"])
+        out.append(
+            [
+                f"probe amortised over task.train.probe_every={every}",
+                f"{100 * (probe - 1) / every:+.1f}%",
+            ]
+        )
     collate = median([timed(index.__getitem__, i) for i in range(min(len(index), 3 * n))])
     out.append(["collating one batch / a plain step", f"{100 * collate / median(t['plain']):.1f}%"])
     det = {}
@@ -195,7 +279,12 @@ def extras(s: Setup, index, batches, n: int, job) -> list:
         torch.use_deterministic_algorithms(flag, warn_only=True)
         det[flag] = rounds({"bare": s.bare_step}, batches, n)["bare"]
     torch.use_deterministic_algorithms(bool(job.deterministic), warn_only=True)
-    out.append(["bare step with deterministic algorithms / without", f"{ratio(det[True], det[False]):.2f}x"])
+    out.append(
+        [
+            "bare step with deterministic algorithms / without",
+            f"{ratio(det[True], det[False]):.2f}x",
+        ]
+    )
     return out
 
 

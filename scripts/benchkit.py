@@ -1,5 +1,6 @@
 """What every benchmark script (bench_norms, bench_step, bench_data, bench_gpu) needs alike: the
 machine facts a table must state to be read, markdown output, and a pinned glibc malloc."""
+
 from __future__ import annotations
 
 import ctypes
@@ -25,11 +26,16 @@ def load_average() -> str:
 
 def machine() -> dict:
     """What a benchmark table must state to be read: where, when, with what, how loaded."""
-    host = pin.machine()   # the facts reproduce.json records for a grid, plus what a timing depends on
+    host = (
+        pin.machine()
+    )  # the facts reproduce.json records for a grid, plus what a timing depends on
     info = {
         "command": " ".join(shlex.quote(a) for a in ["python", *sys.argv]),
         "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
-        "nproc": host["cpus"], "cpu": host["cpu"], "memory (GB)": host.get("memory_gb"), "torch": host["torch"],
+        "nproc": host["cpus"],
+        "cpu": host["cpu"],
+        "memory (GB)": host.get("memory_gb"),
+        "torch": host["torch"],
         "torch threads": torch.get_num_threads(),
         "cpu capability": torch.backends.cpu.get_cpu_capability(),
         "python": host["python"],
@@ -66,6 +72,8 @@ def pin_malloc() -> bool:
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c"))
         m_trim_threshold, m_mmap_threshold = -1, -3
-        return bool(libc.mallopt(m_mmap_threshold, 32 << 20) and libc.mallopt(m_trim_threshold, 1 << 40))
+        return bool(
+            libc.mallopt(m_mmap_threshold, 32 << 20) and libc.mallopt(m_trim_threshold, 1 << 40)
+        )
     except (OSError, AttributeError, TypeError):
         return False

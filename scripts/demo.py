@@ -6,6 +6,7 @@ counting task (normlab/configs/task/synthetic_cls.yaml) through a Hydra multirun
 a task x norm table (printed, and as Markdown/CSV/LaTeX) and loss-curve figures under
 runs/demo/report/. Re-running skips finished runs.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -17,19 +18,40 @@ ROOT = REPO / "runs" / "demo"
 
 
 def main() -> int:
-    train = [sys.executable, "-m", "normlab.train", "--multirun", "task=synthetic_cls",
-             "norm=none,layernorm,layernorm_simple", "seed=1,2", "scale=mini", "name=demo",
-             f"paths.root={ROOT}", "progress=false", "threads=1",
-             "hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]
+    train = [
+        sys.executable,
+        "-m",
+        "normlab.train",
+        "--multirun",
+        "task=synthetic_cls",
+        "norm=none,layernorm,layernorm_simple",
+        "seed=1,2",
+        "scale=mini",
+        "name=demo",
+        f"paths.root={ROOT}",
+        "progress=false",
+        "threads=1",
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+    ]
     print("[demo]", " ".join(train[1:]), flush=True)
     rc = subprocess.call(train, cwd=REPO)
     if rc != 0:
         print(f"[demo] the sweep reported {rc} failed job(s)", file=sys.stderr)
         return rc
-    report = [sys.executable, "-m", "normlab.report.cli", str(ROOT / "mini" / "demo"), "--out", str(ROOT / "report")]
+    report = [
+        sys.executable,
+        "-m",
+        "normlab.report.cli",
+        str(ROOT / "mini" / "demo"),
+        "--out",
+        str(ROOT / "report"),
+    ]
     rc = subprocess.call(report, cwd=REPO)
     if rc == 0:
-        print(f"[demo] tables and figures: {ROOT / 'report'} (figures/curves.png: train/valid loss per norm)")
+        print(
+            f"[demo] tables and figures: {ROOT / 'report'} (figures/curves.png: train/valid loss per norm)"
+        )
     return rc
 
 

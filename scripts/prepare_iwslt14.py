@@ -21,6 +21,7 @@ Step by step, as the shell script (Moses' perl scripts replaced by sacremoses, s
     OUT/{train,valid,test}.{de,en}.
 Expected counts with the real archive: 160,239 / 7,283 / 6,750 pairs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,11 +36,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from normlab.data.bpe import JointBPE  # noqa: E402
 from normlab.data.translation import read_lines  # noqa: E402
 
-URLS = ["http://dl.fbaipublicfiles.com/fairseq/data/iwslt14/de-en.tgz",
-        "https://wit3.fbk.eu/archive/2014-01/texts/de/en/de-en.tgz"]
+URLS = [
+    "http://dl.fbaipublicfiles.com/fairseq/data/iwslt14/de-en.tgz",
+    "https://wit3.fbk.eu/archive/2014-01/texts/de/en/de-en.tgz",
+]
 SRC, TGT, LANG = "de", "en", "de-en"
-TEST_PARTS = ["IWSLT14.TED.dev2010", "IWSLT14.TEDX.dev2012", "IWSLT14.TED.tst2010", "IWSLT14.TED.tst2011",
-              "IWSLT14.TED.tst2012"]
+TEST_PARTS = [
+    "IWSLT14.TED.dev2010",
+    "IWSLT14.TEDX.dev2012",
+    "IWSLT14.TED.tst2010",
+    "IWSLT14.TED.tst2011",
+    "IWSLT14.TED.tst2012",
+]
 _TOKENIZERS: dict = {}
 _FINAL_PERIOD = re.compile(r"^(\S+)\.$")
 
@@ -51,8 +59,13 @@ def moses_tokenize(args: tuple[str, str]) -> str:
         return line
     if lang not in _TOKENIZERS:
         from sacremoses import MosesTokenizer
+
         _TOKENIZERS[lang] = MosesTokenizer(lang=lang)
-    words = _TOKENIZERS[lang].tokenize(line, escape=True, return_str=True, aggressive_dash_splits=False).split(" ")
+    words = (
+        _TOKENIZERS[lang]
+        .tokenize(line, escape=True, return_str=True, aggressive_dash_splits=False)
+        .split(" ")
+    )
     # tokenizer.perl (since 2017, which the released tmp/ files show: "... 1 .") splits the final
     # period of the last word unconditionally; sacremoses 0.x still treats it as a possible
     # non-breaking prefix ("zeile 1."). Runs of dots ("...") are left alone, as in the perl script.
@@ -81,8 +94,14 @@ def train_lines(path: Path) -> list[str]:
     return out
 
 
-def clean_corpus(f: list[str], e: list[str], ratio: float = 1.5, lo: int = 1, hi: int = 175,
-                 max_word_length: int = 1000) -> tuple[list[str], list[str]]:
+def clean_corpus(
+    f: list[str],
+    e: list[str],
+    ratio: float = 1.5,
+    lo: int = 1,
+    hi: int = 175,
+    max_word_length: int = 1000,
+) -> tuple[list[str], list[str]]:
     """Moses' clean-corpus-n.perl (f = the first language, e = the second)."""
     if len(f) != len(e):
         sys.exit(f"clean-corpus: the two sides have {len(f)} and {len(e)} lines")
@@ -140,7 +159,9 @@ def fetch(args, orig: Path) -> Path:
             except Exception as e:  # try the next mirror
                 print(f"  failed: {e}")
         else:
-            sys.exit("could not download de-en.tgz; download it elsewhere and pass --archive de-en.tgz")
+            sys.exit(
+                "could not download de-en.tgz; download it elsewhere and pass --archive de-en.tgz"
+            )
     with tarfile.open(archive) as tar:
         tar.extractall(orig, filter="data")
     return orig / LANG
@@ -148,12 +169,20 @@ def fetch(args, orig: Path) -> Path:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--out", required=True, help="the prepared folder (fairseq's $prep), e.g. data/iwslt14_de_en")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="the prepared folder (fairseq's $prep), e.g. data/iwslt14_de_en",
+    )
     p.add_argument("--archive", help="a downloaded de-en.tgz")
     p.add_argument("--orig", help="an extracted de-en/ folder")
     p.add_argument("--url", help="download from this URL instead of the known mirrors")
-    p.add_argument("--merges", type=int, default=10000, help="BPE merges (prepare-iwslt14.sh: 10000)")
-    p.add_argument("--workers", type=int, default=4, help="tokenizer processes (the script uses -threads 8)")
+    p.add_argument(
+        "--merges", type=int, default=10000, help="BPE merges (prepare-iwslt14.sh: 10000)"
+    )
+    p.add_argument(
+        "--workers", type=int, default=4, help="tokenizer processes (the script uses -threads 8)"
+    )
     args = p.parse_args(argv)
     out = Path(args.out)
     tmp = out / "tmp"
@@ -167,7 +196,10 @@ def main(argv=None) -> None:
             sys.exit(f"missing {path}: is {src_dir} the extracted de-en/ folder of de-en.tgz?")
         tok[lang] = tokenize_all(train_lines(path), lang, args.workers)
     clean_de, clean_en = clean_corpus(tok[SRC], tok[TGT])
-    train = {SRC: [x.lower() for x in clean_de], TGT: [x.lower() for x in clean_en]}   # lowercase.perl
+    train = {
+        SRC: [x.lower() for x in clean_de],
+        TGT: [x.lower() for x in clean_en],
+    }  # lowercase.perl
 
     print("pre-processing valid/test data...")
     for lang in (SRC, TGT):
@@ -189,14 +221,21 @@ def main(argv=None) -> None:
         write(tmp / f"test.{lang}", test)
 
     print(f"learning joint BPE ({args.merges} merges) on tmp/train.{SRC} + tmp/train.{TGT}...")
-    bpe = JointBPE.learn(read_lines(tmp / f"train.{SRC}") + read_lines(tmp / f"train.{TGT}"), args.merges)
+    bpe = JointBPE.learn(
+        read_lines(tmp / f"train.{SRC}") + read_lines(tmp / f"train.{TGT}"), args.merges
+    )
     (out / "code").write_text(bpe.to_codes(), encoding="utf-8")
     for lang in (SRC, TGT):
         for split in ("train", "valid", "test"):
-            write(out / f"{split}.{lang}", [" ".join(x) for x in bpe.encode(read_lines(tmp / f"{split}.{lang}"))])
+            write(
+                out / f"{split}.{lang}",
+                [" ".join(x) for x in bpe.encode(read_lines(tmp / f"{split}.{lang}"))],
+            )
     counts = {s: len(read_lines(tmp / f"{s}.{SRC}")) for s in ("train", "valid", "test")}
-    print(f"done: {out} train/valid/test = {counts['train']:,} / {counts['valid']:,} / {counts['test']:,} pairs "
-          "(fairseq: 160,239 / 7,283 / 6,750)")
+    print(
+        f"done: {out} train/valid/test = {counts['train']:,} / {counts['valid']:,} / {counts['test']:,} pairs "
+        "(fairseq: 160,239 / 7,283 / 6,750)"
+    )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ pair of files is checked to align line by line: train 133,317, tst2012 1,553 (va
 tst2013 1,268 (test) pairs, plus vocab.en (17,191) and vocab.vi (7,709). A joint BPE, if chosen
 (task.data.vocab=bpe), is learned by the task on train and cached.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,7 +34,9 @@ def fetch(name: str, out: Path, source: Path | None, url: str) -> None:
     target = out / name
     if source is not None:
         if not (source / name).is_file():
-            raise DataError(f"missing {source / name} in the downloaded copy; it needs {', '.join(FILES)}")
+            raise DataError(
+                f"missing {source / name} in the downloaded copy; it needs {', '.join(FILES)}"
+            )
         if (source / name).resolve() != target.resolve():
             shutil.copyfile(source / name, target)
         return
@@ -54,7 +57,9 @@ def check(out: Path) -> dict[str, int]:
     for name, expected in VOCABS.items():
         counts[name] = len(read_lines(out / name))
         if counts[name] != expected:
-            print(f"warning: {name} has {counts[name]:,} entries; the Stanford release has {expected:,}")
+            print(
+                f"warning: {name} has {counts[name]:,} entries; the Stanford release has {expected:,}"
+            )
     return counts
 
 

@@ -7,6 +7,7 @@
 Run it after committing new tables (scripts/commit_results.sh does), so every number the README
 quotes is the tables' (normlab/report/readme.py).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,8 +22,12 @@ from normlab.report.readme import replace, section  # noqa: E402
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--check", action="store_true", help="compare only; exit 1 when the README is stale")
-    p.add_argument("--root", type=Path, default=REPO, help="the checkout whose README and results/ are read")
+    p.add_argument(
+        "--check", action="store_true", help="compare only; exit 1 when the README is stale"
+    )
+    p.add_argument(
+        "--root", type=Path, default=REPO, help="the checkout whose README and results/ are read"
+    )
     a = p.parse_args(argv)
     path = a.root / "README.md"
     try:
@@ -32,8 +37,11 @@ def main(argv=None) -> int:
         return 2
     if a.check:
         if new != path.read_text():
-            print(f"readme_results: {path}'s results section differs from the committed tables; "
-                  "run python scripts/readme_results.py", file=sys.stderr)
+            print(
+                f"readme_results: {path}'s results section differs from the committed tables; "
+                "run python scripts/readme_results.py",
+                file=sys.stderr,
+            )
             return 1
         return 0
     path.write_text(new)

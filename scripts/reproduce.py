@@ -30,6 +30,7 @@ run failed, 2 when the study cannot be pinned.
 ``--report-only`` re-writes the tables from the committed run copies in <out>/runs (nothing is
 trained or copied) and adds a "report" entry to <out>/reproduce.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,42 +59,96 @@ from normlab.study.studies import FIXED_STUDIES  # noqa: E402
 
 
 def parse(argv):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--study", default="fixed", choices=sorted(FIXED_STUDIES), help="which study (default fixed)")
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--study",
+        default="fixed",
+        choices=sorted(FIXED_STUDIES),
+        help="which study (default fixed)",
+    )
     p.add_argument("--scale", default="mini", help="smoke | mini | paper (default mini)")
     p.add_argument("--tasks", default=None, help="comma-separated task keys (default: the study's)")
-    p.add_argument("--seeds", default=None, help="comma-separated seeds (default: the evaluation seeds)")
-    p.add_argument("--selection-seeds", default=None, help="override normlab/configs/study/seeds.yaml's")
-    p.add_argument("--evaluation-seeds", default=None, help="override normlab/configs/study/seeds.yaml's")
-    p.add_argument("--tables", default=",".join(TABLES), help=f"which tables (default {','.join(TABLES)})")
-    p.add_argument("--norms", default=None, help="only these norms of the tables' rows (default: all)")
-    p.add_argument("--jobs", type=int, default=None,
-                   help="parallel jobs (default: one per core; 1 when a GPU is visible, as jobs would share it)")
-    p.add_argument("--root", type=Path, default=Path.cwd() / "runs",
-                   help="run root: the runs go to <root>/<commit[:12]>/ (default ./runs)")
-    p.add_argument("--commit", default=None, help="train at this commit (default: the staged copies', else HEAD)")
-    p.add_argument("--working-tree", action="store_true",
-                   help="train from this checkout as it is, uncommitted changes included (development and "
-                        "tests; reproduce.json says so), in <root>/<HEAD[:12]>-dirty when the tree is dirty")
-    p.add_argument("--discard-staging", type=Path, default=None, metavar="FOLDER",
-                   help="delete this study's staged copies first (name the folder: results/staging/<folder>)")
-    p.add_argument("--budget-min", type=float, default=None, help="start no job after this many minutes")
-    p.add_argument("--plan", action="store_true", help="print the runs, what is done, the hours and disk left")
-    p.add_argument("--out", type=Path, default=None, help="results folder (default: the study's, results/<scale>)")
+    p.add_argument(
+        "--seeds", default=None, help="comma-separated seeds (default: the evaluation seeds)"
+    )
+    p.add_argument(
+        "--selection-seeds", default=None, help="override normlab/configs/study/seeds.yaml's"
+    )
+    p.add_argument(
+        "--evaluation-seeds", default=None, help="override normlab/configs/study/seeds.yaml's"
+    )
+    p.add_argument(
+        "--tables", default=",".join(TABLES), help=f"which tables (default {','.join(TABLES)})"
+    )
+    p.add_argument(
+        "--norms", default=None, help="only these norms of the tables' rows (default: all)"
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="parallel jobs (default: one per core; 1 when a GPU is visible, as jobs would share it)",
+    )
+    p.add_argument(
+        "--root",
+        type=Path,
+        default=Path.cwd() / "runs",
+        help="run root: the runs go to <root>/<commit[:12]>/ (default ./runs)",
+    )
+    p.add_argument(
+        "--commit",
+        default=None,
+        help="train at this commit (default: the staged copies', else HEAD)",
+    )
+    p.add_argument(
+        "--working-tree",
+        action="store_true",
+        help="train from this checkout as it is, uncommitted changes included (development and "
+        "tests; reproduce.json says so), in <root>/<HEAD[:12]>-dirty when the tree is dirty",
+    )
+    p.add_argument(
+        "--discard-staging",
+        type=Path,
+        default=None,
+        metavar="FOLDER",
+        help="delete this study's staged copies first (name the folder: results/staging/<folder>)",
+    )
+    p.add_argument(
+        "--budget-min", type=float, default=None, help="start no job after this many minutes"
+    )
+    p.add_argument(
+        "--plan", action="store_true", help="print the runs, what is done, the hours and disk left"
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="results folder (default: the study's, results/<scale>)",
+    )
     p.add_argument(provenance.RECORD_OUT, default=None, help=provenance.RECORD_OUT_HELP)
     p.add_argument("--no-train", action="store_true", help="only report on the runs already there")
     p.add_argument("--no-figures", action="store_true")
-    p.add_argument("--report-only", action="store_true",
-                   help="re-write the report from <out>/runs (the committed copies); record it in reproduce.json")
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="re-write the report from <out>/runs (the committed copies); record it in reproduce.json",
+    )
     p.add_argument("overrides", nargs="*", help="extra Hydra overrides for every job (after --)")
     a = p.parse_args(argv)
     study = FIXED_STUDIES[a.study]
     a.name, a.make_name = study["name"], study["make"]
     a.tasks = _csv(a.tasks) if a.tasks else list(study["tasks"])
     a.overrides = [*study["overrides"], *a.overrides]
-    sel = [int(s) for s in _csv(a.selection_seeds)] if a.selection_seeds else roles.selection_seeds()
-    ev = [int(s) for s in _csv(a.evaluation_seeds)] if a.evaluation_seeds else roles.evaluation_seeds()
+    sel = (
+        [int(s) for s in _csv(a.selection_seeds)] if a.selection_seeds else roles.selection_seeds()
+    )
+    ev = (
+        [int(s) for s in _csv(a.evaluation_seeds)]
+        if a.evaluation_seeds
+        else roles.evaluation_seeds()
+    )
     a.seeds = [int(s) for s in _csv(a.seeds)] if a.seeds else ev
     try:
         a.roles = {s: roles.role_for_seed(s, sel, ev) for s in a.seeds}
@@ -107,15 +162,19 @@ def parse(argv):
     if a.norms:
         bad = [n for n in _csv(a.norms) if n not in norms]
         if bad:
-            p.error(f"norm(s) {bad} are in none of the tables {a.tables}; their norms: {', '.join(norms)}")
+            p.error(
+                f"norm(s) {bad} are in none of the tables {a.tables}; their norms: {', '.join(norms)}"
+            )
         norms = [n for n in norms if n in _csv(a.norms)]
     a.norm_list = norms
     if a.jobs is None:
         import torch
+
         a.jobs = 1 if torch.cuda.is_available() else (os.cpu_count() or 1)
     out = a.out or Path.cwd() / "results" / study["out"].format(scale=a.scale)
     a.base, a.out = a.root.resolve(), out.resolve()
     from normlab.tasks import TASKS
+
     missing = [t for t in a.tasks if t not in TASKS]
     if missing:
         p.error(f"task(s) {missing} do not exist (yet); available: {', '.join(sorted(TASKS))}")
@@ -129,44 +188,86 @@ def _csv(s: str) -> list[str]:
 def report_only(a, argv) -> int:
     """The tables of a newer report from the same run copies; the runs' provenance is kept as it was."""
     runs = find_runs([a.out / "runs"])
-    written = write_report(runs, a.out, figures=not a.no_figures, member=Path(a.record_out or a.out))
+    written = write_report(
+        runs, a.out, figures=not a.no_figures, member=Path(a.record_out or a.out)
+    )
     rec = provenance.read(a.out)
-    if not rec:   # a folder trained before it had a driver: its record is made from its runs
-        commits = [c for c, _ in Counter(r.summary.get("git_commit") for r in runs).most_common() if c]
-        rec = provenance.record(a.out, f"{a.make_name} SCALE={a.scale}", commits[0] if commits else "", False, runs,
-                                {"study": a.study, "name": a.name, "scale": a.scale, "tasks": a.tasks,
-                                 "norms": sorted({r.norm for r in runs}), "seeds": sorted({r.seed for r in runs}),
-                                 "seed_roles": a.seed_lists, "overrides": a.overrides}, None, absent=[],
-                                trained_by="by hand, before the study had a driver (its command: this folder's git "
-                                           "history)")
+    if not rec:  # a folder trained before it had a driver: its record is made from its runs
+        commits = [
+            c for c, _ in Counter(r.summary.get("git_commit") for r in runs).most_common() if c
+        ]
+        rec = provenance.record(
+            a.out,
+            f"{a.make_name} SCALE={a.scale}",
+            commits[0] if commits else "",
+            False,
+            runs,
+            {
+                "study": a.study,
+                "name": a.name,
+                "scale": a.scale,
+                "tasks": a.tasks,
+                "norms": sorted({r.norm for r in runs}),
+                "seeds": sorted({r.seed for r in runs}),
+                "seed_roles": a.seed_lists,
+                "overrides": a.overrides,
+            },
+            None,
+            absent=[],
+            trained_by="by hand, before the study had a driver (its command: this folder's git "
+            "history)",
+        )
     rec["grid"].setdefault("seed_roles", a.seed_lists)
     rec.setdefault("selection_record", selection_record(a))
-    rec["report"] = provenance.report_stamp(len(runs), command=provenance.command("scripts/reproduce.py", argv))
+    rec["report"] = provenance.report_stamp(
+        len(runs), command=provenance.command("scripts/reproduce.py", argv)
+    )
     write_json(a.out / "reproduce.json", rec)
     atomic_write_bytes(a.out / "README.md", readme(rec, a.out, a.record_out).encode())
     print(written["main"].markdown())
-    print(f"[reproduce] report of {len(runs)} run copies -> {a.out} (git {rec['report']['git_commit']}"
-          + (", dirty" if rec["report"]["git_dirty"] else "") + ")")
+    print(
+        f"[reproduce] report of {len(runs)} run copies -> {a.out} (git {rec['report']['git_commit']}"
+        + (", dirty" if rec["report"]["git_dirty"] else "")
+        + ")"
+    )
     return 0
 
 
 def selection_record(a) -> dict:
     """What the selection seeds chose and where their runs are (reproduce.json names it)."""
-    return {"commit": roles.declared().get("record_commit"), "seeds": a.seed_lists["selection"],
-            "folder": _rel(a.out / "runs") if not a.record_out else f"{a.record_out}/runs",
-            "what": "the seed(s) that calibrated the presets; never in a reported mean, test or figure"}
+    return {
+        "commit": roles.declared().get("record_commit"),
+        "seeds": a.seed_lists["selection"],
+        "folder": _rel(a.out / "runs") if not a.record_out else f"{a.record_out}/runs",
+        "what": "the seed(s) that calibrated the presets; never in a reported mean, test or figure",
+    }
 
 
 def make_command(a) -> str:
-    return (f"{a.make_name} SCALE={a.scale} TASKS={','.join(a.tasks)} SEEDS={','.join(map(str, a.seeds))} "
-            f"JOBS={a.jobs}")
+    return (
+        f"{a.make_name} SCALE={a.scale} TASKS={','.join(a.tasks)} SEEDS={','.join(map(str, a.seeds))} "
+        f"JOBS={a.jobs}"
+    )
 
 
 def build(a, commit: str, dirty: bool, code) -> FixedGrid:
     stage = staging.staging_dir(a.out)
-    return FixedGrid(a.tasks, a.norm_list, a.seeds, scale=a.scale, name=a.name, root=a.root, copies=stage / "runs",
-                     commit=commit, dirty=dirty, code=code, roles=a.roles, jobs_n=a.jobs, committed=a.out / "runs",
-                     overrides=a.overrides)
+    return FixedGrid(
+        a.tasks,
+        a.norm_list,
+        a.seeds,
+        scale=a.scale,
+        name=a.name,
+        root=a.root,
+        copies=stage / "runs",
+        commit=commit,
+        dirty=dirty,
+        code=code,
+        roles=a.roles,
+        jobs_n=a.jobs,
+        committed=a.out / "runs",
+        overrides=a.overrides,
+    )
 
 
 def main(argv=None) -> int:
@@ -176,25 +277,32 @@ def main(argv=None) -> int:
     start, started = time.time(), provenance.utc_now()
     stage = staging.staging_dir(a.out)
     try:
-        commit, code, dirty, source = staging.pin_study(a.out, a.commit, a.working_tree, a.discard_staging, a.plan)
+        commit, code, dirty, source = staging.pin_study(
+            a.out, a.commit, a.working_tree, a.discard_staging, a.plan
+        )
     except pin.PinError as e:
         print(f"[reproduce] error: {e}", file=sys.stderr)
         return 2
     a.root = pin.root_for(a.base, commit, dirty)
     study = build(a, commit, dirty, code)
     if a.plan:
-        print(f"[plan] study {a.study} ({a.name}) at commit {commit[:12]}: {len(a.tasks)} tasks x "
-              f"{len(a.norm_list)} norms x seeds {','.join(map(str, a.seeds))} "
-              f"({', '.join(f'{s}: {r}' for s, r in a.roles.items())}); staged in {_rel(stage)}; the commit is "
-              f"{source}")
+        print(
+            f"[plan] study {a.study} ({a.name}) at commit {commit[:12]}: {len(a.tasks)} tasks x "
+            f"{len(a.norm_list)} norms x seeds {','.join(map(str, a.seeds))} "
+            f"({', '.join(f'{s}: {r}' for s, r in a.roles.items())}); staged in {_rel(stage)}; the commit is "
+            f"{source}"
+        )
         committed = find_runs([a.out / "runs"]) if (a.out / "runs").exists() else []
         print("\n".join(planning.lines(study, reference=committed)))
         return 0
     todo = study.plan()
     n = len(study.jobs())
-    print(f"[reproduce] study {a.study}: scale={a.scale} tasks={','.join(a.tasks)} norms={','.join(a.norm_list)} "
-          f"seeds={','.join(map(str, a.seeds))} at commit {commit[:12]} ({source}): {n} runs, {n - len(todo)} "
-          f"finished, {len(todo)} to train", flush=True)
+    print(
+        f"[reproduce] study {a.study}: scale={a.scale} tasks={','.join(a.tasks)} norms={','.join(a.norm_list)} "
+        f"seeds={','.join(map(str, a.seeds))} at commit {commit[:12]} ({source}): {n} runs, {n - len(todo)} "
+        f"finished, {len(todo)} to train",
+        flush=True,
+    )
     outcome = None
     if todo and not a.no_train:
         try:
@@ -202,7 +310,11 @@ def main(argv=None) -> int:
         except pin.PinError as e:
             print(f"[reproduce] error: {e}", file=sys.stderr)
             return 2
-        print(f"[reproduce] jobs run from {_rel(study.code)}, e.g. " + shlex.join(study.command(todo[0])), flush=True)
+        print(
+            f"[reproduce] jobs run from {_rel(study.code)}, e.g. "
+            + shlex.join(study.command(todo[0])),
+            flush=True,
+        )
         outcome = Executor(study, a.jobs, a.budget_min, tag="reproduce").run()
     # A study found complete as its folder reports it is not staged again; otherwise every finished
     # run of it is staged, those found in the committed copies too (the promotion replaces them all).
@@ -210,26 +322,54 @@ def main(argv=None) -> int:
         if study.summary(job):
             study.copy(job)
     left = study.plan()
-    session = provenance.session("scripts/reproduce.py", argv, started, start,
-                                 trained=outcome.trained if outcome else 0,
-                                 failed=len(outcome.failed) if outcome else 0,
-                                 stopped=outcome.stopped if outcome else None)
-    grid = {"study": a.study, "name": a.name, "scale": a.scale, "tasks": a.tasks, "norms": a.norm_list,
-            "seeds": a.seeds, "seed_roles": a.seed_lists, "overrides": a.overrides}
+    session = provenance.session(
+        "scripts/reproduce.py",
+        argv,
+        started,
+        start,
+        trained=outcome.trained if outcome else 0,
+        failed=len(outcome.failed) if outcome else 0,
+        stopped=outcome.stopped if outcome else None,
+    )
+    grid = {
+        "study": a.study,
+        "name": a.name,
+        "scale": a.scale,
+        "tasks": a.tasks,
+        "norms": a.norm_list,
+        "seeds": a.seeds,
+        "seed_roles": a.seed_lists,
+        "overrides": a.overrides,
+    }
     selection = selection_record(a)
     failed = outcome.failed if outcome else []
     if (left or failed) and not a.no_train:
         staged = find_runs([stage / "runs"]) if (stage / "runs").exists() else []
-        record = provenance.record(stage, make_command(a), commit, dirty, staged, grid, session,
-                                   absent=[str(j.rel()) for j in left], selection_record=selection)
+        record = provenance.record(
+            stage,
+            make_command(a),
+            commit,
+            dirty,
+            staged,
+            grid,
+            session,
+            absent=[str(j.rel()) for j in left],
+            selection_record=selection,
+        )
         write_json(stage / "reproduce.json", record)
         atomic_write_bytes(stage / "README.md", staged_readme(record, stage, a).encode())
         done = n - len(left)
-        print(f"[reproduce] {done}/{n} runs finished, {len(left)} left"
-              + (f" (stopped: {outcome.stopped})" if outcome and outcome.stopped else "")
-              + (f"; {len(failed)} failed: " + ", ".join(str(j.rel()) for j in failed) if failed else "")
-              + f"; staged copies in {_rel(stage)}/runs (commit them: scripts/commit_results.sh {_rel(stage)}); "
-              f"the tables are written once the study is complete")
+        print(
+            f"[reproduce] {done}/{n} runs finished, {len(left)} left"
+            + (f" (stopped: {outcome.stopped})" if outcome and outcome.stopped else "")
+            + (
+                f"; {len(failed)} failed: " + ", ".join(str(j.rel()) for j in failed)
+                if failed
+                else ""
+            )
+            + f"; staged copies in {_rel(stage)}/runs (commit them: scripts/commit_results.sh {_rel(stage)}); "
+            f"the tables are written once the study is complete"
+        )
         return 1 if failed else 0
     if not (a.out / "runs").exists() and not stage.exists():
         print(f"[reproduce] nothing to report: no run copies in {_rel(a.out)}/runs")
@@ -239,37 +379,62 @@ def main(argv=None) -> int:
         removed, added = staging.promote(a.out)
         if old:
             write_json(a.out / "reproduce.json", old)
-        print(f"[reproduce] study complete: {added} staged copies replace {removed} reported ones in {_rel(a.out)}/runs")
+        print(
+            f"[reproduce] study complete: {added} staged copies replace {removed} reported ones in {_rel(a.out)}/runs"
+        )
     runs = find_runs([a.out / "runs"])
-    written = write_report(runs, a.out, figures=not a.no_figures, member=Path(a.record_out or a.out))
-    record = provenance.record(a.out, make_command(a), commit, dirty, [r for r in runs if r.summary.get("git_commit") ==
-                                                                       commit], grid, session, absent=[],
-                               selection_record=selection)
+    written = write_report(
+        runs, a.out, figures=not a.no_figures, member=Path(a.record_out or a.out)
+    )
+    record = provenance.record(
+        a.out,
+        make_command(a),
+        commit,
+        dirty,
+        [r for r in runs if r.summary.get("git_commit") == commit],
+        grid,
+        session,
+        absent=[],
+        selection_record=selection,
+    )
     write_json(a.out / "reproduce.json", record)
     atomic_write_bytes(a.out / "README.md", readme(record, a.out, a.record_out).encode())
     wandb_opts = wandb_options(a.overrides)
     if wandb_opts is not None and runs:
         run_id = log_results(a.out, a.scale, a.name, wandb_opts, a.root / a.scale / "wandb", record)
-        print(f"[reproduce] results logged to wandb as artifact normlab-results-{a.scale} (run {run_id})"
-              if run_id else "[reproduce] results not logged to wandb (see above)")
+        print(
+            f"[reproduce] results logged to wandb as artifact normlab-results-{a.scale} (run {run_id})"
+            if run_id
+            else "[reproduce] results not logged to wandb (see above)"
+        )
     print(written["main"].markdown())
     status = record["runs"]
-    print(f"[reproduce] {len(runs)} run copies ({', '.join(f'{v} {k}' for k, v in sorted(status.items()))} at "
-          f"{commit[:12]}) -> {a.out} in {session['wall_time_s']:.0f} s")
+    print(
+        f"[reproduce] {len(runs)} run copies ({', '.join(f'{v} {k}' for k, v in sorted(status.items()))} at "
+        f"{commit[:12]}) -> {a.out} in {session['wall_time_s']:.0f} s"
+    )
     return 0
 
 
 def staged_readme(rec: dict, stage: Path, a) -> str:
-    return "\n".join([
-        f"# Staged runs: study {a.study}, scale {a.scale} (partial)", "",
-        f"Runs of `{rec['make']}` at commit `{rec['git_commit']}`, finished so far: "
-        + (", ".join(f"{v} {k}" for k, v in sorted(rec["runs"].items())) or "none")
-        + f"; {len(rec['absent'])} left. No table is written until the study is complete; then these copies "
-        f"replace the reported ones in `{_rel(a.out)}/runs`.",
-        f"- Look at them meanwhile: `normlab-report {_rel(stage)}/runs --out /tmp/partial`",
-        f"- Continue: `{rec['make']}` (or `make grid-start STUDY={a.study}`)",
-        f"- Seeds: selection {a.seed_lists['selection']}, evaluation {a.seed_lists['evaluation']} "
-        "(normlab/configs/study/seeds.yaml)", ""]) + "\n"
+    return (
+        "\n".join(
+            [
+                f"# Staged runs: study {a.study}, scale {a.scale} (partial)",
+                "",
+                f"Runs of `{rec['make']}` at commit `{rec['git_commit']}`, finished so far: "
+                + (", ".join(f"{v} {k}" for k, v in sorted(rec["runs"].items())) or "none")
+                + f"; {len(rec['absent'])} left. No table is written until the study is complete; then these copies "
+                f"replace the reported ones in `{_rel(a.out)}/runs`.",
+                f"- Look at them meanwhile: `normlab-report {_rel(stage)}/runs --out /tmp/partial`",
+                f"- Continue: `{rec['make']}` (or `make grid-start STUDY={a.study}`)",
+                f"- Seeds: selection {a.seed_lists['selection']}, evaluation {a.seed_lists['evaluation']} "
+                "(normlab/configs/study/seeds.yaml)",
+                "",
+            ]
+        )
+        + "\n"
+    )
 
 
 def _rel(path: Path) -> str:
@@ -283,40 +448,69 @@ def readme(rec: dict, out: Path, shown: Optional[str] = None) -> str:
     """The results folder's README; ``shown``: the folder's name in it (--record-out), default ``out``."""
     shown = shown or _rel(out)
     sessions = rec.get("sessions") or []
-    if not sessions and "machine" in rec:   # a record written before sessions were kept
-        sessions = [{"command": rec.get("command"), "started_utc": rec.get("started_utc"), "machine": rec["machine"],
-                     "wall_time_s": rec.get("wall_time_s", 0.0), "trained": sum(rec["runs"].values())}]
+    if not sessions and "machine" in rec:  # a record written before sessions were kept
+        sessions = [
+            {
+                "command": rec.get("command"),
+                "started_utc": rec.get("started_utc"),
+                "machine": rec["machine"],
+                "wall_time_s": rec.get("wall_time_s", 0.0),
+                "trained": sum(rec["runs"].values()),
+            }
+        ]
     trained = sum(x.get("trained", 0) for x in sessions)
     wall = sum(x.get("wall_time_s", 0.0) for x in sessions)
     r = rec.get("report") or {}
     study = FIXED_STUDIES.get(rec["grid"].get("study", "fixed"), {})
     roles_ = rec["grid"].get("seed_roles") or {}
     lines = [
-        f"# Results: scale {rec['grid']['scale']}" + (f", {study['title']}" if study.get("title") else ""), "",
+        f"# Results: scale {rec['grid']['scale']}"
+        + (f", {study['title']}" if study.get("title") else ""),
+        "",
         *([study["about"], ""] if study.get("about") else []),
-        *([f"- Seeds: selection {roles_.get('selection')} (they chose the presets and the lrs; their runs are in "
-           f"no table), evaluation {roles_.get('evaluation')} (normlab/configs/study/seeds.yaml)"] if roles_ else []),
+        *(
+            [
+                f"- Seeds: selection {roles_.get('selection')} (they chose the presets and the lrs; their runs are in "
+                f"no table), evaluation {roles_.get('evaluation')} (normlab/configs/study/seeds.yaml)"
+            ]
+            if roles_
+            else []
+        ),
         f"- Command: `{rec['make']}`; it trains what is missing (continuing from the run copies in "
         f"`{shown}/runs`) and re-writes these tables",
         *([f"- Trained {rec['trained_by']}"] if rec.get("trained_by") else []),
         f"- Runs trained at git commit `{rec['git_commit']}`"
-        + (" with uncommitted changes (--working-tree)" if rec["git_dirty"] else " (a clean checkout)")
+        + (
+            " with uncommitted changes (--working-tree)"
+            if rec["git_dirty"]
+            else " (a clean checkout)"
+        )
         + "; commits recorded by the runs: "
         + ", ".join(f"`{c[:12]}` × {n}" for c, n in rec["run_git_commits"].items()),
-        f"- Tables written at git commit `{r.get('git_commit')}`" + (" (with uncommitted changes)" if r.get("git_dirty") else "")
+        f"- Tables written at git commit `{r.get('git_commit')}`"
+        + (" (with uncommitted changes)" if r.get("git_dirty") else "")
         + f" ({r.get('utc')})",
         f"- Runs: {', '.join(f'{v} {k}' for k, v in sorted(rec['runs'].items())) or 'none'}"
-        + (f"; absent (not trained yet): {len(rec['absent'])} of the grid's "
-           f"{len(rec['absent']) + sum(rec['runs'].values())}" if rec["absent"] else ""),
+        + (
+            f"; absent (not trained yet): {len(rec['absent'])} of the grid's "
+            f"{len(rec['absent']) + sum(rec['runs'].values())}"
+            if rec["absent"]
+            else ""
+        ),
         f"- Sum of the runs' own wall times: {rec['runs_wall_time_s'] / 3600:.2f} h; {len(sessions)} session(s) "
         f"trained {trained} run(s) in {wall / 3600:.2f} h of wall time:",
     ]
     for x in sessions:
         m = x.get("machine") or {}
         hw = f"{m.get('cpus')} × {m.get('cpu')}" + (f", GPU {m['gpu']}" if m.get("gpu") else "")
-        lines.append(f"  - {x['started_utc']}: {x.get('trained', 0)} run(s) in {x['wall_time_s'] / 60:.0f} min on "
-                     f"{hw}; Python {m.get('python')}, torch {m.get('torch')}; `{x['command']}`")
-    lines += [f"- Re-create the tables from the copies of the runs: `normlab-report {shown}/runs --out /tmp/report`", ""]
+        lines.append(
+            f"  - {x['started_utc']}: {x.get('trained', 0)} run(s) in {x['wall_time_s'] / 60:.0f} min on "
+            f"{hw}; Python {m.get('python')}, torch {m.get('torch')}; `{x['command']}`"
+        )
+    lines += [
+        f"- Re-create the tables from the copies of the runs: `normlab-report {shown}/runs --out /tmp/report`",
+        "",
+    ]
     report = out / "report.md"
     if report.exists():
         body = report.read_text().split("\n", 1)[1]  # drop report.md's own title

@@ -1,5 +1,6 @@
 """The training loop's accumulation, precision, lean-loop and preemption paths, on a toy task
 whose batches the test chooses (so micro-batches of unequal size can be compared with one batch)."""
+
 import signal
 
 import pytest
@@ -29,7 +30,9 @@ class Toy(Task):
 
     def build_model(self, norm=None):
         torch.manual_seed(0)
-        return nn.Sequential(nn.Linear(12, 32), build_norm(self.norm, 32), nn.ReLU(), nn.Linear(32, 3))
+        return nn.Sequential(
+            nn.Linear(12, 32), build_norm(self.norm, 32), nn.ReLU(), nn.Linear(32, 3)
+        )
 
     def train_batches(self, epoch, seed):  # consecutive slices of X of the given sizes
         edges = torch.tensor([0, *self.sizes]).cumsum(0).tolist()
@@ -55,9 +58,19 @@ def trainer(tmp_path, sizes, norm="layernorm", steps=4, **kw):
     extra = {k: kw.pop(k) for k in ("precision", "compile") if k in kw}
     t = TrainConfig(lr=1e-2, max_steps=steps, log_every=2, schedule="constant", **kw)
     task = Toy(sizes, norm)
-    tr = Trainer(task, task.build_model(), t, 1, tmp_path, Log(), torch.device("cpu"), progress=False, **extra)
+    tr = Trainer(
+        task,
+        task.build_model(),
+        t,
+        1,
+        tmp_path,
+        Log(),
+        torch.device("cpu"),
+        progress=False,
+        **extra,
+    )
     if tr.scaler:
-        tr.scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 22)
+        tr.scaler = torch.amp.GradScaler("cpu", init_scale=2.0**22)
     return tr
 
 
@@ -81,7 +94,9 @@ def test_update_freq_2_with_unequal_halves_equals_one_full_batch(tmp_path):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
     for (s1, l1), (s2, l2) in zip(losses(full), losses(acc), strict=True):
         assert s1 == s2 and l1 == pytest.approx(l2, rel=1e-6)
-    naive = trainer(tmp_path / "c", [24, 40] * 4, update_freq=1, steps=8)  # the same data, 8 updates
+    naive = trainer(
+        tmp_path / "c", [24, 40] * 4, update_freq=1, steps=8
+    )  # the same data, 8 updates
     naive.fit()
     assert not torch.allclose(params(full)[0], params(naive)[0], atol=1e-4)
 
@@ -119,6 +134,7 @@ def stop_at(tr, step):
         if tr.state.step == step:
             tr._on_signal(signal.SIGTERM, None)
         return out
+
     tr._step = step_then_flag
 
 
@@ -133,7 +149,9 @@ def test_preempted_mixed_precision_run_resumes_exactly_with_its_loss_scale(tmp_p
     ck = first.ckpt.load()
     assert ck["state"]["step"] == 3 and ck["state"]["batch"] == 6
     if precision == "fp16":  # the first steps overflowed (scale 2^22 in fp16): the scale matters
-        assert ck["scaler"]["scale"] < 2.0 ** 22 and ref.scaler.get_scale() < ck["scaler"]["scale"] * 2
+        assert (
+            ck["scaler"]["scale"] < 2.0**22 and ref.scaler.get_scale() < ck["scaler"]["scale"] * 2
+        )
     second = trainer(tmp_path / "run", [16, 16] * 6, steps=6, update_freq=2, precision=precision)
     second.resume()
     second.fit()
@@ -144,11 +162,11 @@ def test_preempted_mixed_precision_run_resumes_exactly_with_its_loss_scale(tmp_p
 
 def test_fp16_scaler_skips_an_overflowing_update_and_halves_the_scale(tmp_path):
     tr = trainer(tmp_path, [32] * 4, steps=1, precision="fp16")
-    tr.scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 120)  # scaled grads overflow fp32 too
+    tr.scaler = torch.amp.GradScaler("cpu", init_scale=2.0**120)  # scaled grads overflow fp32 too
     before = params(tr)
     tr.fit()
     assert all(torch.equal(p, q) for p, q in zip(before, params(tr)))
-    assert tr.scaler.get_scale() == 2.0 ** 119
+    assert tr.scaler.get_scale() == 2.0**119
 
 
 def test_norm_statistics_are_fp32_under_autocast():
@@ -167,8 +185,14 @@ def test_norm_statistics_are_fp32_under_autocast():
 def compiled_vs_eager(tmp_path, norm, precision="fp32", steps=4):
     out = []
     for compile in (False, True):
-        tr = trainer(tmp_path / f"{norm}{compile}", [32] * steps, norm=norm, steps=steps, precision=precision,
-                     compile=compile)
+        tr = trainer(
+            tmp_path / f"{norm}{compile}",
+            [32] * steps,
+            norm=norm,
+            steps=steps,
+            precision=precision,
+            compile=compile,
+        )
         tr.fit()
         out.append(tr.state.last_valid["loss"])
         if compile:  # checkpoints hold the bare module's names
@@ -176,8 +200,20 @@ def compiled_vs_eager(tmp_path, norm, precision="fp32", steps=4):
     return out
 
 
-NORMS = ["layernorm", "layernorm_simple", "detachnorm", "detach_mean", "detach_var", "adanorm", "rmsnorm",
-         "dyt", "scalenorm", "derf", "batchnorm", "none"]
+NORMS = [
+    "layernorm",
+    "layernorm_simple",
+    "detachnorm",
+    "detach_mean",
+    "detach_var",
+    "adanorm",
+    "rmsnorm",
+    "dyt",
+    "scalenorm",
+    "derf",
+    "batchnorm",
+    "none",
+]
 
 
 def test_compiled_training_equals_eager(tmp_path):
@@ -190,7 +226,9 @@ def test_adanorm_cuda_code_path_compiled_equals_eager_in_bf16(tmp_path):
     fused.py's autograd Function (phi detached by its hand-written backward), which dynamo traces
     with that backward; here the same path, on CPU, trains to the same loss compiled and eager."""
     with native.disabled():  # the tensor-op path: what CUDA and half precision run
-        eager, compiled = compiled_vs_eager(tmp_path, "adanorm", "bf16", steps=8)  # 8 x 32 = all of X
+        eager, compiled = compiled_vs_eager(
+            tmp_path, "adanorm", "bf16", steps=8
+        )  # 8 x 32 = all of X
     assert compiled == pytest.approx(eager, abs=1e-5)
 
 
@@ -204,18 +242,24 @@ def test_compiled_training_equals_eager_every_norm(tmp_path, norm, precision):
 
 def test_iwslt14_paper_preset_is_the_recipes_4096_tokens_times_update_freq_2(tmp_path):
     from helpers import compose_cfg
+
     job = compose_cfg(["task=iwslt14_de_en", "scale=paper"], tmp_path)
     assert (job.task.data.max_tokens, job.task.train.update_freq) == (4096, 2)
 
 
 def test_prefetch_hands_out_each_batch_in_order_and_starts_the_next_copy(monkeypatch):
     from normlab import accel
+
     copies = []
     monkeypatch.setattr(accel, "pin", lambda b: b)
     pre = accel.Prefetch(lambda b: copies.append(b) or ("dev", b), torch.device("cpu"))
     pre.cuda = True  # the CUDA logic; pinning and copying are stand-ins here
     batches = ["a", "b", "c"]
     assert [pre.get(batches, i) for i in range(3)] == [("dev", "a"), ("dev", "b"), ("dev", "c")]
-    assert copies == ["a", "b", "c"]  # each batch copied once: i+1 was started when i was handed out
+    assert copies == [
+        "a",
+        "b",
+        "c",
+    ]  # each batch copied once: i+1 was started when i was handed out
     other = ["x", "y"]  # a new epoch's list: no stale prefetch from the old one
     assert pre.get(other, 0) == ("dev", "x") and copies[-2:] == ["x", "y"]

@@ -1,6 +1,7 @@
 """The bad-input catalogue: each case stops before training with a message that names the file,
 line or key and the fix, the CLI exits non-zero, and an existing run directory is untouched.
 (Parallel corpora, IDX files and CoNLL heads are covered by the translation, MNIST and PTB tests.)"""
+
 import io
 import shutil
 import tarfile
@@ -19,15 +20,21 @@ def write_rt(root, n=40):
     """A small RT folder in the released format (cp1252 bytes, one sentence per line)."""
     root.mkdir(parents=True, exist_ok=True)
     for name, shift in (("rt-polarity.pos", 0), ("rt-polarity.neg", 5)):
-        lines = [" ".join(WORDS[(i + shift + j) % len(WORDS)] for j in range(6)) + " \u2026 caf\xe9" for i in range(n)]
+        lines = [
+            " ".join(WORDS[(i + shift + j) % len(WORDS)] for j in range(6)) + " \u2026 caf\xe9"
+            for i in range(n)
+        ]
         (root / name).write_bytes("\n".join(lines).encode("cp1252") + b"\n")
     return root
 
 
 def snapshot(root):
     """Every file under root with its bytes and modification time."""
-    return {p.relative_to(root).as_posix(): (p.read_bytes(), p.stat().st_mtime_ns)
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +45,9 @@ def interrupted(tmp_path_factory):
     write_rt(data / "rt")
     mp = pytest.MonkeyPatch()
     mp.setenv("NORMLAB_FAULT", "raise:step:5")
-    summary, run_dir = run_job(RT, tmp, data_dir=data, run_dir=tmp / "runs/smoke/default/rt/layernorm/seed1")
+    summary, run_dir = run_job(
+        RT, tmp, data_dir=data, run_dir=tmp / "runs/smoke/default/rt/layernorm/seed1"
+    )
     mp.undo()
     assert summary["status"] == "failed" and (run_dir / "checkpoints" / "last.pt").exists()
     return tmp
@@ -61,23 +70,42 @@ def expect(error, match, overrides, tmp, run_dir, before, data_dir=None):
 
 # --- config: unknown names, keys and invalid hyperparameters -------------------------------------
 
-@pytest.mark.parametrize("override,match", [
-    ("task.name=nope", r"unknown task 'nope'; valid tasks: .*imdb.*rt.*sst2"),
-    ("norm.name=nope", r"unknown norm 'nope'; valid names: none, layernorm"),
-    ("+norm.options.C=2", r"norm 'layernorm' has no option\(s\) \['C'\]; valid options: \['eps', 'numerics'"),
-    ("task.model.heads=3", r"task.model.d_model=16: must be positive and divisible by task.model.heads=3; "
-                           r"choose heads in \[1, 2, 4, 8, 16\].*d_model set in normlab/configs/preset/rt/smoke.yaml:\d+; "
-                           r"task.model.heads set on the command line: task.model.heads=3"),
-    ("task.train.lr=-0.001", r"task.train.lr=-0.001: the learning rate must be positive.*command line"),
-    ("+task.train.lrr=0.1", r"unknown key\(s\) \['task.train.lrr'\].*did you mean task.train.lr\?"),
-    ("task.data.batch_size=0", r"task.data.batch_size=0: a batch needs a positive size"),
-    ("seed=-1", r"seed=-1: must be an integer >= 0"),
-    ("logger.tensorboard=yes", r"logger.tensorboard='yes': must be true or false"),
-    ("precision=fp8", r"precision='fp8': must be one of \['fp32', 'tf32', 'bf16', 'fp16'\]"),
-    ("compile=maybe", r"compile='maybe': must be true or false"),
-    ("deterministic=sometimes", r"deterministic='sometimes': must be true, false or auto"),
-    ("task.train.update_freq=0", r"task.train.update_freq=0: must be >= 1 micro-batches.*command line"),
-])
+
+@pytest.mark.parametrize(
+    "override,match",
+    [
+        ("task.name=nope", r"unknown task 'nope'; valid tasks: .*imdb.*rt.*sst2"),
+        ("norm.name=nope", r"unknown norm 'nope'; valid names: none, layernorm"),
+        (
+            "+norm.options.C=2",
+            r"norm 'layernorm' has no option\(s\) \['C'\]; valid options: \['eps', 'numerics'",
+        ),
+        (
+            "task.model.heads=3",
+            r"task.model.d_model=16: must be positive and divisible by task.model.heads=3; "
+            r"choose heads in \[1, 2, 4, 8, 16\].*d_model set in normlab/configs/preset/rt/smoke.yaml:\d+; "
+            r"task.model.heads set on the command line: task.model.heads=3",
+        ),
+        (
+            "task.train.lr=-0.001",
+            r"task.train.lr=-0.001: the learning rate must be positive.*command line",
+        ),
+        (
+            "+task.train.lrr=0.1",
+            r"unknown key\(s\) \['task.train.lrr'\].*did you mean task.train.lr\?",
+        ),
+        ("task.data.batch_size=0", r"task.data.batch_size=0: a batch needs a positive size"),
+        ("seed=-1", r"seed=-1: must be an integer >= 0"),
+        ("logger.tensorboard=yes", r"logger.tensorboard='yes': must be true or false"),
+        ("precision=fp8", r"precision='fp8': must be one of \['fp32', 'tf32', 'bf16', 'fp16'\]"),
+        ("compile=maybe", r"compile='maybe': must be true or false"),
+        ("deterministic=sometimes", r"deterministic='sometimes': must be true, false or auto"),
+        (
+            "task.train.update_freq=0",
+            r"task.train.update_freq=0: must be >= 1 micro-batches.*command line",
+        ),
+    ],
+)
 def test_bad_config_is_refused_before_anything_is_written(existing, override, match):
     tmp, run_dir, before = existing
     expect(ConfigError, match, [*RT, override], tmp, run_dir, before)
@@ -97,50 +125,88 @@ def test_bad_value_in_a_task_file_names_file_and_line(tmp_path, monkeypatch):
 
     import normlab.config as config
     import normlab.hints as hints
+
     root = tmp_path / "normlab" / "configs"
     shutil.copytree(config.CONFIGS, root)
     (root / "task" / "rt.yaml").write_text(TASK_FILE)
     monkeypatch.setattr(hints, "CONFIGS", root)
     with initialize_config_dir(config_dir=str(root), version_base="1.3"):
-        cfg = compose("train", overrides=["task=rt", "scale=mini", *(f"paths.{k}={tmp_path}" for k in
-                                                                      ("root", "data_dir", "cache_dir"))])
-    with pytest.raises(ConfigError, match=r"task.train.lr=-0.001: the learning rate must be positive, e.g. 5e-4 "
-                                          r"\(task.train.lr set in normlab/configs/task/rt.yaml:6\)"):
+        cfg = compose(
+            "train",
+            overrides=[
+                "task=rt",
+                "scale=mini",
+                *(f"paths.{k}={tmp_path}" for k in ("root", "data_dir", "cache_dir")),
+            ],
+        )
+    with pytest.raises(
+        ConfigError,
+        match=r"task.train.lr=-0.001: the learning rate must be positive, e.g. 5e-4 "
+        r"\(task.train.lr set in normlab/configs/task/rt.yaml:6\)",
+    ):
         config.load_job(cfg, [])
 
 
-@pytest.mark.parametrize("override,match", [("task.train.lrr=0.1", "Could not override 'task.train.lrr'"),
-                                            ("task.train.max_steps=many", "merging override task.train.max_steps"),
-                                            ("task.data.reader={split_sed:7}", "override 'task.data.reader'")])
+@pytest.mark.parametrize(
+    "override,match",
+    [
+        ("task.train.lrr=0.1", "Could not override 'task.train.lrr'"),
+        ("task.train.max_steps=many", "merging override task.train.max_steps"),
+        ("task.data.reader={split_sed:7}", "override 'task.data.reader'"),
+    ],
+)
 def test_unknown_key_or_wrong_type_fails_at_compose(existing, override, match):
     from hydra.errors import ConfigCompositionException
+
     tmp, run_dir, before = existing
     expect(ConfigCompositionException, match, [*RT, override], tmp, run_dir, before)
 
 
 def test_typo_in_a_command_line_key_lists_the_valid_keys():
-    hints = explain_unknown_keys(["task=rt", "norm=adanorm", "task.train.lrr=1", "norm.options.CC=2",
-                                  "norm.options.eps=1e-6", "seed=3"])
+    hints = explain_unknown_keys(
+        [
+            "task=rt",
+            "norm=adanorm",
+            "task.train.lrr=1",
+            "norm.options.CC=2",
+            "norm.options.eps=1e-6",
+            "seed=3",
+        ]
+    )
     assert len(hints) == 3
-    assert "valid keys under task.train: ['adam_eps', 'betas'" in hints[0] and "task.train.lr?" in hints[0]
+    assert (
+        "valid keys under task.train: ['adam_eps', 'betas'" in hints[0]
+        and "task.train.lr?" in hints[0]
+    )
     # the norm's own options, including those its config file leaves out (eps)
     assert "valid keys under norm.options: ['C', 'eps'," in hints[1] and "'k'" in hints[1]
     assert hints[1].endswith("did you mean norm.options.C?")
-    assert "norm.options.eps is valid but not in the config file; add it with +norm.options.eps=..." in hints[2]
+    assert (
+        "norm.options.eps is valid but not in the config file; add it with +norm.options.eps=..."
+        in hints[2]
+    )
 
 
 def test_cli_exit_codes_and_messages(existing):
     tmp, run_dir, before = existing
     out = run_cli([*RT, "task=nope"], tmp, data_dir=tmp / "data", check=False)
-    assert out.returncode == 1 and "Available options in 'task'" in out.stderr and "\trt\n" in out.stderr
+    assert (
+        out.returncode == 1
+        and "Available options in 'task'" in out.stderr
+        and "\trt\n" in out.stderr
+    )
     out = run_cli([*RT, "task.train.lrr=1"], tmp, data_dir=tmp / "data", check=False)
     assert out.returncode == 1 and "did you mean task.train.lr?" in out.stderr
     out = run_cli(RT, tmp, data_dir=tmp / "nowhere", check=False)
-    assert out.returncode == 2 and f"data folder {tmp / 'nowhere' / 'rt'} for task rt does not exist" in out.stderr
+    assert (
+        out.returncode == 2
+        and f"data folder {tmp / 'nowhere' / 'rt'} for task rt does not exist" in out.stderr
+    )
     assert snapshot(run_dir) == before
 
 
 # --- data: missing, empty, wrong encoding ---------------------------------------------------------
+
 
 def test_missing_data_folder_names_the_variable_and_the_preparation_command(existing):
     tmp, run_dir, before = existing
@@ -148,14 +214,25 @@ def test_missing_data_folder_names_the_variable_and_the_preparation_command(exis
     assert "NORMLAB_DATA (or paths.data_dir)" in msg and "rt-polaritydata.tar.gz | tar -xz" in msg
 
 
-@pytest.mark.parametrize("name,content,match", [
-    ("rt-polarity.neg", None, r"missing data file .*rt-polarity.neg\. To prepare it: mkdir -p"),
-    ("rt-polarity.neg", b"", r"rt-polarity.neg is empty\. To prepare it"),
-    ("rt-polarity.neg", b" \n\n", r"rt-polarity.neg is empty"),
-    ("rt-polarity.pos", "good film\nbad film\n".encode("utf-16"), r"rt-polarity.pos: looks like UTF-16"),
-    ("rt-polarity.pos", "good film\nbad film\n".encode("utf-16-le"), r"looks like UTF-16"),
-    ("rt-polarity.neg", b"fine\nalso fine\nbroken \x81 byte\n", r"rt-polarity.neg:3: byte 0x81 .* not valid cp1252"),
-])
+@pytest.mark.parametrize(
+    "name,content,match",
+    [
+        ("rt-polarity.neg", None, r"missing data file .*rt-polarity.neg\. To prepare it: mkdir -p"),
+        ("rt-polarity.neg", b"", r"rt-polarity.neg is empty\. To prepare it"),
+        ("rt-polarity.neg", b" \n\n", r"rt-polarity.neg is empty"),
+        (
+            "rt-polarity.pos",
+            "good film\nbad film\n".encode("utf-16"),
+            r"rt-polarity.pos: looks like UTF-16",
+        ),
+        ("rt-polarity.pos", "good film\nbad film\n".encode("utf-16-le"), r"looks like UTF-16"),
+        (
+            "rt-polarity.neg",
+            b"fine\nalso fine\nbroken \x81 byte\n",
+            r"rt-polarity.neg:3: byte 0x81 .* not valid cp1252",
+        ),
+    ],
+)
 def test_bad_rt_file(existing, name, content, match):
     tmp, run_dir, before = existing
     path = tmp / "data" / "rt" / name
@@ -165,34 +242,71 @@ def test_bad_rt_file(existing, name, content, match):
 
 def test_rt_reads_the_utf8_reencoding_as_the_same_text(tmp_path):
     from normlab.data.classification import read_rt
+
     orig = write_rt(tmp_path / "cp1252")
     utf8 = tmp_path / "utf8"
     utf8.mkdir()
     for p in orig.iterdir():
         (utf8 / p.name).write_text(p.read_bytes().decode("cp1252"), encoding="utf-8")
     a, b = read_rt(orig)[0], read_rt(utf8)[0]
-    assert a == b and "\u2026 caf\u00e9" in a["train"][0][0]  # 0x85 is an ellipsis, not a line break
+    assert (
+        a == b and "\u2026 caf\u00e9" in a["train"][0][0]
+    )  # 0x85 is an ellipsis, not a line break
 
 
 # --- SST-2 TSV and the IMDB tarball ---------------------------------------------------------------
 
-def write_sst2(root, train: str, dev: str = "sentence\tlabel\nnice \t1\nbad \t0\n", encoding="utf-8"):
+
+def write_sst2(
+    root, train: str, dev: str = "sentence\tlabel\nnice \t1\nbad \t0\n", encoding="utf-8"
+):
     root.mkdir(parents=True, exist_ok=True)
     (root / "train.tsv").write_bytes(train.encode(encoding))
     (root / "dev.tsv").write_bytes(dev.encode(encoding))
 
 
-@pytest.mark.parametrize("train,encoding,match", [
-    ("", "utf-8", r"train.tsv is empty; expected a GLUE SST-2 TSV with header 'sentence<TAB>label'"),
-    ("sentence\tlabel\n", "utf-8", r"train.tsv has a header but no rows"),
-    ("sentence\tscore\ngood \t1\n", "utf-8", r"train.tsv:1: header \['sentence', 'score'\] has no 'sentence' and "
-                                              r"'label' columns; use the labeled GLUE"),
-    ("index\tsentence\n0\tgood\n", "utf-8", r"train.tsv:1: header .*\(test.tsv has no labels\)"),
-    ("sentence\tlabel\ngood \t1\nbad \t0\nmeh \t2\n", "utf-8", r"train.tsv:4: label '2' is not 0 or 1 .*fix or delete"),
-    ("sentence\tlabel\ngood \t1\nbad \tpositive\n", "utf-8", r"train.tsv:3: label 'positive' is not 0 or 1"),
-    ("sentence\tlabel\ngood \t1\na\ttab \t0\n", "utf-8", r"train.tsv:3: expected 2 tab-separated columns"),
-    ("sentence\tlabel\ngood \t1\nbad \t0\ncaf\u00e9 \t1\n", "latin-1", r"train.tsv:4: byte 0xe9 .* not valid utf-8"),
-])
+@pytest.mark.parametrize(
+    "train,encoding,match",
+    [
+        (
+            "",
+            "utf-8",
+            r"train.tsv is empty; expected a GLUE SST-2 TSV with header 'sentence<TAB>label'",
+        ),
+        ("sentence\tlabel\n", "utf-8", r"train.tsv has a header but no rows"),
+        (
+            "sentence\tscore\ngood \t1\n",
+            "utf-8",
+            r"train.tsv:1: header \['sentence', 'score'\] has no 'sentence' and "
+            r"'label' columns; use the labeled GLUE",
+        ),
+        (
+            "index\tsentence\n0\tgood\n",
+            "utf-8",
+            r"train.tsv:1: header .*\(test.tsv has no labels\)",
+        ),
+        (
+            "sentence\tlabel\ngood \t1\nbad \t0\nmeh \t2\n",
+            "utf-8",
+            r"train.tsv:4: label '2' is not 0 or 1 .*fix or delete",
+        ),
+        (
+            "sentence\tlabel\ngood \t1\nbad \tpositive\n",
+            "utf-8",
+            r"train.tsv:3: label 'positive' is not 0 or 1",
+        ),
+        (
+            "sentence\tlabel\ngood \t1\na\ttab \t0\n",
+            "utf-8",
+            r"train.tsv:3: expected 2 tab-separated columns",
+        ),
+        (
+            "sentence\tlabel\ngood \t1\nbad \t0\ncaf\u00e9 \t1\n",
+            "latin-1",
+            r"train.tsv:4: byte 0xe9 .* not valid utf-8",
+        ),
+    ],
+)
 def test_bad_sst2_tsv(tmp_path, train, encoding, match):
     write_sst2(tmp_path / "data" / "sst2", train, encoding=encoding)
     with pytest.raises(DataError, match=match):
@@ -202,14 +316,19 @@ def test_bad_sst2_tsv(tmp_path, train, encoding, match):
 def imdb_tarball(n=300) -> bytes:
     """An aclImdb_v1.tar.gz in the released layout (random-ish text so gzip cannot shrink it away)."""
     import random
+
     rng = random.Random(0)
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
         for split in ("train", "test"):
             for label in ("pos", "neg"):
                 for i in range(n):
-                    data = " ".join(rng.choice(WORDS) + str(rng.randrange(1000)) for _ in range(60)).encode()
-                    info = tarfile.TarInfo(f"aclImdb/{split}/{label}/{i}_{7 if label == 'pos' else 2}.txt")
+                    data = " ".join(
+                        rng.choice(WORDS) + str(rng.randrange(1000)) for _ in range(60)
+                    ).encode()
+                    info = tarfile.TarInfo(
+                        f"aclImdb/{split}/{label}/{i}_{7 if label == 'pos' else 2}.txt"
+                    )
                     info.size = len(data)
                     tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
@@ -222,18 +341,23 @@ def test_truncated_or_corrupt_imdb_tarball(tmp_path, damage):
         raw = raw[: len(raw) // 2]
     else:  # flipped bytes in the middle of the deflate stream
         mid = len(raw) // 2
-        raw = raw[:mid] + bytes(b ^ 0xFF for b in raw[mid:mid + 64]) + raw[mid + 64:]
+        raw = raw[:mid] + bytes(b ^ 0xFF for b in raw[mid : mid + 64]) + raw[mid + 64 :]
     root = tmp_path / "data" / "imdb"
     root.mkdir(parents=True)
     (root / "aclImdb_v1.tar.gz").write_bytes(raw)
-    with pytest.raises(DataError, match=r"aclImdb_v1.tar.gz is truncated or corrupt .*delete it and download "
-                                        r"it again\. To prepare it: .*aclImdb_v1.tar.gz"):
+    with pytest.raises(
+        DataError,
+        match=r"aclImdb_v1.tar.gz is truncated or corrupt .*delete it and download "
+        r"it again\. To prepare it: .*aclImdb_v1.tar.gz",
+    ):
         run_job(["task=imdb", "scale=smoke"], tmp_path, data_dir=tmp_path / "data")
 
 
 def test_imdb_folder_without_reviews(tmp_path):
     (tmp_path / "data" / "imdb").mkdir(parents=True)
-    with pytest.raises(DataError, match=r"no aclImdb/ folder or aclImdb.tar.gz in .*imdb\. To prepare it: mkdir"):
+    with pytest.raises(
+        DataError, match=r"no aclImdb/ folder or aclImdb.tar.gz in .*imdb\. To prepare it: mkdir"
+    ):
         run_job(["task=imdb", "scale=smoke"], tmp_path, data_dir=tmp_path / "data")
 
 
@@ -247,11 +371,19 @@ CLI_CASES = [
     ("threads=1.5", 2, "threads=1.5"),
     ("paths.root=/proc/normlab", 2, "paths.root=/proc/normlab"),
     ("paths.cache_dir=/proc/normlab", 2, "paths.cache_dir=/proc/normlab: cannot create it"),
-    ("norm=adanorm norm.options.C=-1", 2, "norm.options.C=-1 is out of range: it must be a number > 0"),
+    (
+        "norm=adanorm norm.options.C=-1",
+        2,
+        "norm.options.C=-1 is out of range: it must be a number > 0",
+    ),
     ("norm=adanorm norm.options.k=-0.1", 2, "norm.options.k=-0.1 is out of range"),
     ("norm=dyt norm.options.alpha_init=0", 2, "norm.options.alpha_init=0 is out of range"),
     ("norm=layernorm norm.options.eps=0", 2, "norm.options.eps=0 is out of range"),
-    ("norm=batchnorm +norm.options.momentum=1.5", 2, "norm.options.momentum=1.5 is out of range: it must be a number in [0, 1]"),
+    (
+        "norm=batchnorm +norm.options.momentum=1.5",
+        2,
+        "norm.options.momentum=1.5 is out of range: it must be a number in [0, 1]",
+    ),
     ("+task.train.foo=1", 2, "task.train.foo"),
     ("resume=maybe", 2, "resume='maybe': must be auto"),
     ("precision=fp8", 2, "precision='fp8': must be one of"),
@@ -262,12 +394,19 @@ CLI_CASES = [
 
 
 @pytest.mark.parametrize("args,code,match", CLI_CASES, ids=[c[0] for c in CLI_CASES])
-def test_every_bad_input_is_one_line_with_its_exit_code_and_leaves_nothing(tmp_path, args, code, match):
+def test_every_bad_input_is_one_line_with_its_exit_code_and_leaves_nothing(
+    tmp_path, args, code, match
+):
     import torch
+
     if args.startswith("device=cuda") and torch.cuda.is_available() and args != "device=cuda:7":
         pytest.skip("this machine has CUDA")
-    out = run_cli(["task=synthetic_cls", "scale=smoke", "threads=1", "task.train.max_steps=2", *args.split()],
-                  tmp_path, check=False, timeout=300)
+    out = run_cli(
+        ["task=synthetic_cls", "scale=smoke", "threads=1", "task.train.max_steps=2", *args.split()],
+        tmp_path,
+        check=False,
+        timeout=300,
+    )
     lines = [line for line in out.stderr.splitlines() if line.strip()]
     assert out.returncode == code, out.stderr[-2000:]
     assert 1 <= len(lines) <= 2 and "Traceback" not in out.stderr and match in lines[0], out.stderr
@@ -278,8 +417,27 @@ def test_every_bad_input_is_one_line_with_its_exit_code_and_leaves_nothing(tmp_p
 def test_report_to_a_folder_it_cannot_make_is_one_line(tmp_path):
     import subprocess
     import sys
+
     (tmp_path / "r").mkdir()
-    (tmp_path / "r" / "summary.json").write_text('{"status": "completed", "task": "rt", "norm": "layernorm"}')
-    out = subprocess.run([sys.executable, "-m", "normlab.report.cli", str(tmp_path), "--out", "/proc/normlab-report",
-                          "--no-figures"], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "--out /proc/normlab-report" in out.stderr
+    (tmp_path / "r" / "summary.json").write_text(
+        '{"status": "completed", "task": "rt", "norm": "layernorm"}'
+    )
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "normlab.report.cli",
+            str(tmp_path),
+            "--out",
+            "/proc/normlab-report",
+            "--no-figures",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert (
+        out.returncode == 2
+        and out.stderr.count("\n") == 1
+        and "--out /proc/normlab-report" in out.stderr
+    )

@@ -1,5 +1,6 @@
 """normlab.report.baselines: the trivial baselines against hand computations and against counts read
 straight from the real data files (independently of the task pipelines)."""
+
 import csv
 import math
 from collections import Counter
@@ -28,7 +29,9 @@ def test_bits_per_byte_by_hand():
     expect = -(math.log2(2 / 257) + math.log2(1 / 258)) / 2
     assert res["bigram"]["test"] == pytest.approx(expect)
     # train from byte 0: the bigram scores bytes 1..3 (a->b, b->a, a->b)
-    assert res["bigram"]["train"] == pytest.approx(-(2 * math.log2(3 / 258) + math.log2(2 / 257)) / 3)
+    assert res["bigram"]["train"] == pytest.approx(
+        -(2 * math.log2(3 / 258) + math.log2(2 / 257)) / 3
+    )
 
 
 def test_smoothed_bigram_minimizes_the_valid_bits_by_hand():
@@ -40,21 +43,26 @@ def test_smoothed_bigram_minimizes_the_valid_bits_by_hand():
     def valid_bits(al):
         pab, paa, pba = (2 + al) / (2 + 256 * al), al / (2 + 256 * al), (1 + al) / (1 + 256 * al)
         return -(math.log2(paa) + 2 * math.log2(pab) + math.log2(pba)) / 4
+
     alpha = res["bigram_valid"]["alpha"]
     assert res["bigram_valid"]["valid"] == pytest.approx(valid_bits(alpha))
-    grid = [10 ** (k / 20) for k in range(-80, 21)]         # 1e-4 .. 10
+    grid = [10 ** (k / 20) for k in range(-80, 21)]  # 1e-4 .. 10
     assert valid_bits(alpha) <= min(valid_bits(a) for a in grid) + 1e-6
-    assert res["bigram_valid"]["valid"] < res["bigram"]["valid"]      # add-one is the α = 1 point
+    assert res["bigram_valid"]["valid"] < res["bigram"]["valid"]  # add-one is the α = 1 point
 
 
 def test_majority_and_right_neighbour_by_hand():
-    major, acc = majority_accuracy({"train": torch.tensor([1, 1, 0]), "test": torch.tensor([0, 1, 0, 0])})
+    major, acc = majority_accuracy(
+        {"train": torch.tensor([1, 1, 0]), "test": torch.tensor([0, 1, 0, 0])}
+    )
     assert major == 1 and acc == {"train": pytest.approx(200 / 3), "test": 25.0}
     # two sentences: heads (2, 0) and (2, 0, 2); right neighbour predicts (2, 0) and (2, 3, 0)
     heads = torch.tensor([2, 0, 2, 0, 2], dtype=torch.int32)
     offsets = torch.tensor([0, 2, 5])
     punct = torch.tensor([False, False, False, False, True])
-    assert right_neighbour_uas(heads, offsets, punct) == pytest.approx(100 * 3 / 4)   # last token is punctuation
+    assert right_neighbour_uas(heads, offsets, punct) == pytest.approx(
+        100 * 3 / 4
+    )  # last token is punctuation
 
 
 def test_level_words():
@@ -63,15 +71,20 @@ def test_level_words():
     assert level(5.078, rows, hib=False, tol=0.05) == "between the unigram and bigram levels"
     assert level(3.0, rows, hib=False, tol=0.05) == "better than the bigram level"
     assert level(6.0, rows, hib=False, tol=0.05) == "worse than the unigram level"
-    assert level(60.0, {"majority class": {"test": 50.0}}, hib=True, tol=1.0) == "better than the majority class level"
+    assert (
+        level(60.0, {"majority class": {"test": 50.0}}, hib=True, tol=1.0)
+        == "better than the majority class level"
+    )
 
 
 def _cfg(task, tmp_path, *overrides):
     from omegaconf import OmegaConf
 
     from helpers import compose_cfg
-    return OmegaConf.to_container(compose_cfg([f"task={task}", "scale=mini", *overrides], tmp_path).task,
-                                  resolve=True)
+
+    return OmegaConf.to_container(
+        compose_cfg([f"task={task}", "scale=mini", *overrides], tmp_path).task, resolve=True
+    )
 
 
 def test_enwik8_baselines_against_the_file(data_dir, tmp_path):
@@ -83,13 +96,21 @@ def test_enwik8_baselines_against_the_file(data_dir, tmp_path):
 
     def bpc(ys):
         return -sum(math.log2((counts[y] + 1) / (a + 256)) for y in ys) / len(ys)
-    full = _cfg("enwik8", tmp_path, "task.data.train_bytes=0")    # all train bytes, as the pre-issue-13 results/mini ran
+
+    full = _cfg(
+        "enwik8", tmp_path, "task.data.train_bytes=0"
+    )  # all train bytes, as the pre-issue-13 results/mini ran
     res = baselines("enwik8", full, data_dir, tmp_path / "cache")
     uni = res["rows"]["unigram (add-one, fitted on train)"]
-    assert res["sizes"] == {"train": a, "valid": b - a, "test": n - b} == {"train": 963_945, "valid": 53_553,
-                                                                         "test": 53_553}
-    assert uni["test"] == pytest.approx(bpc(test), abs=1e-9) and uni["valid"] == pytest.approx(bpc(raw[a:b]))
-    assert round(uni["test"], 3) == 5.570            # the level AdaNorm and DyT sat at in those runs
+    assert (
+        res["sizes"]
+        == {"train": a, "valid": b - a, "test": n - b}
+        == {"train": 963_945, "valid": 53_553, "test": 53_553}
+    )
+    assert uni["test"] == pytest.approx(bpc(test), abs=1e-9) and uni["valid"] == pytest.approx(
+        bpc(raw[a:b])
+    )
+    assert round(uni["test"], 3) == 5.570  # the level AdaNorm and DyT sat at in those runs
     big = res["rows"]["bigram (add-one, fitted on train)"]
     assert big["test"] < uni["test"]
     # cached: a second call reads the JSON (same numbers) without touching the pipeline
@@ -102,26 +123,31 @@ def test_enwik8_baselines_against_the_file(data_dir, tmp_path):
     res = baselines("enwik8", capped, data_dir, tmp_path / "cache")
     assert 0 < cap < a and res["sizes"]["train"] == cap
     assert res["rows"]["unigram (add-one, fitted on train)"]["test"] == pytest.approx(
-        -sum(math.log2((counts[y] + 1) / (cap + 256)) for y in test) / len(test), abs=1e-9)
+        -sum(math.log2((counts[y] + 1) / (cap + 256)) for y in test) / len(test), abs=1e-9
+    )
 
 
 def test_sst2_majority_against_the_file(data_dir, tmp_path):
     with open(data_dir / "sst2" / "dev.tsv", newline="") as f:
         labels = [int(r["label"]) for r in csv.DictReader(f, delimiter="\t")]
     res = baselines("sst2", _cfg("sst2", tmp_path), data_dir, tmp_path / "cache")
-    (name, acc), = res["rows"].items()
+    ((name, acc),) = res["rows"].items()
     assert name == "majority class (train's: 1)"
     assert acc["test"] == pytest.approx(100 * labels.count(1) / len(labels)) and len(labels) == 872
 
 
 def test_report_says_when_data_is_absent(tmp_path, monkeypatch):
-    monkeypatch.delenv("NORMLAB_DATA", raising=False)     # so the runs' recorded paths.data_dir is used
+    monkeypatch.delenv(
+        "NORMLAB_DATA", raising=False
+    )  # so the runs' recorded paths.data_dir is used
     for seed in (1, 2):
         d = make_run(tmp_path / "runs", "rt", "layernorm", seed, 70.0 + seed)
         cfg = yaml.safe_load((d / "config.yaml").read_text())
         cfg["paths"]["data_dir"] = str(tmp_path / "nodata")
         (d / "config.yaml").write_text(yaml.safe_dump(cfg))
-    write_report(find_runs([tmp_path / "runs"]), tmp_path / "out", figures=False, cache_dir=tmp_path / "c")
+    write_report(
+        find_runs([tmp_path / "runs"]), tmp_path / "out", figures=False, cache_dir=tmp_path / "c"
+    )
     text = (tmp_path / "out" / "baselines.md").read_text()
     assert f"| rt | no data folder {tmp_path / 'nodata' / 'rt'} |" in text
 
@@ -129,11 +155,19 @@ def test_report_says_when_data_is_absent(tmp_path, monkeypatch):
 def test_cached_baselines_print_like_fresh_ones(tmp_path, monkeypatch):
     # A JSON round trip must not reorder the rows (the committed tables are compared byte for byte).
     import normlab.report.baselines as B
-    fake = {"metric": "bpc", "rows": {"unigram (x)": {"test": 5.0}, "bigram (x)": {"test": 4.0}},
-            "sizes": {"train": 1, "valid": 1, "test": 1}}
+
+    fake = {
+        "metric": "bpc",
+        "rows": {"unigram (x)": {"test": 5.0}, "bigram (x)": {"test": 4.0}},
+        "sizes": {"train": 1, "valid": 1, "test": 1},
+    }
     monkeypatch.setattr(B, "_compute", lambda *a: fake)
     (tmp_path / "data" / "enwik8").mkdir(parents=True)
     first = B.baselines("enwik8", {"data": {}}, tmp_path / "data", tmp_path / "c")
-    again = B.baselines("enwik8", {"data": {}, "model": {"layers": 3}}, tmp_path / "data", tmp_path / "c")
+    again = B.baselines(
+        "enwik8", {"data": {}, "model": {"layers": 3}}, tmp_path / "data", tmp_path / "c"
+    )
     assert list(first["rows"]) == list(again["rows"]) == ["unigram (x)", "bigram (x)"]
-    assert len(list((tmp_path / "c").glob("*.json"))) == 1        # the model config is not part of the key
+    assert (
+        len(list((tmp_path / "c").glob("*.json"))) == 1
+    )  # the model config is not part of the key

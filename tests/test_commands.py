@@ -1,5 +1,6 @@
 """Every command says its version, ``python -m normlab`` lists them, and the list is the one
 pyproject.toml installs."""
+
 import re
 import subprocess
 import sys
@@ -17,19 +18,39 @@ def test_the_listed_commands_are_the_installed_entry_points():
     assert {name: entry for name, entry, _ in COMMANDS} == scripts
 
 
-@pytest.mark.parametrize("module", ["normlab.train", "normlab.tune", "normlab.evaluate", "normlab.export", "normlab.report.cli",
-                                    "normlab.integrations.wandb_dashboard"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "normlab.train",
+        "normlab.tune",
+        "normlab.evaluate",
+        "normlab.export",
+        "normlab.report.cli",
+        "normlab.integrations.wandb_dashboard",
+    ],
+)
 def test_version_names_normlab_torch_and_hydra(module):
-    out = subprocess.run([sys.executable, "-m", module, "--version"], cwd=REPO, capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", module, "--version"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     import torch
-    assert re.fullmatch(rf"normlab {re.escape(__version__)} \(torch {re.escape(torch.__version__)}, hydra-core "
-                        r"1\.3\.\d+, Python 3\.\d+\.\d+\)\n", out.stdout), out.stdout
+
+    assert re.fullmatch(
+        rf"normlab {re.escape(__version__)} \(torch {re.escape(torch.__version__)}, hydra-core "
+        r"1\.3\.\d+, Python 3\.\d+\.\d+\)\n",
+        out.stdout,
+    ), out.stdout
 
 
 def test_python_m_normlab_lists_every_command():
-    out = subprocess.run([sys.executable, "-m", "normlab"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "normlab"], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0
     for name, _, what in COMMANDS:
         assert re.search(rf"^  {name} +{re.escape(what)}$", out.stdout, re.M), out.stdout
@@ -38,4 +59,6 @@ def test_python_m_normlab_lists_every_command():
 def test_license_and_changelog():
     assert (REPO / "LICENSE").read_text().startswith("MIT License")
     log = (REPO / "CHANGELOG.md").read_text()
-    assert "## [Unreleased]" in log and re.search(rf"## \[{re.escape(__version__)}\] - \d{{4}}-\d\d-\d\d", log)
+    assert "## [Unreleased]" in log and re.search(
+        rf"## \[{re.escape(__version__)}\] - \d{{4}}-\d\d-\d\d", log
+    )

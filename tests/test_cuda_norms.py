@@ -1,6 +1,7 @@
 """The CUDA paths of ``norms/cuda.py`` (torch's kernels, or the reference math through
 torch.compile), run on CPU with ``cuda.forced()``: forward and gradients against the reference
 in float64, including the detached-statistics variants whose gradients differ from LayerNorm's."""
+
 import pytest
 import torch
 
@@ -38,7 +39,9 @@ def check(name, options=None, dtype=torch.float32):
 @pytest.mark.parametrize("name", FAST)
 def test_cuda_path_matches_reference(name):
     check(name)
-    want = {"detachnorm": cuda._ln, "adanorm": cuda._adanorm}.get(name)  # the others: torch's kernels
+    want = {"detachnorm": cuda._ln, "adanorm": cuda._adanorm}.get(
+        name
+    )  # the others: torch's kernels
     assert want is None or want in cuda._compiled  # the compiled path ran, not a fallback
 
 

@@ -1,5 +1,6 @@
 """Enwik8: the byte reader on the real prefix (counts, split, labels), zip input and bad files,
 evaluation windows that score every byte exactly once, the causal LM, BPC, and a smoke run per norm."""
+
 from __future__ import annotations
 
 import json
@@ -22,11 +23,26 @@ PREFIX = 1_071_051  # bytes of the shipped enwik8_small (data README)
 
 
 def make_task(root, cache, seq_len=32, eval_len=100, batch_size=4, eval_batch_size=8, eval_bytes=0):
-    cfg = OmegaConf.create({
-        "data": dict(seq_len=seq_len, eval_len=eval_len, batch_size=batch_size,
-                     eval_batch_size=eval_batch_size, eval_bytes=eval_bytes),
-        "model": dict(d_model=16, heads=2, ffn_dim=32, layers=2, dropout=0.0, normalize_before=False,
-                      max_positions=128)})
+    cfg = OmegaConf.create(
+        {
+            "data": dict(
+                seq_len=seq_len,
+                eval_len=eval_len,
+                batch_size=batch_size,
+                eval_batch_size=eval_batch_size,
+                eval_bytes=eval_bytes,
+            ),
+            "model": dict(
+                d_model=16,
+                heads=2,
+                ffn_dim=32,
+                layers=2,
+                dropout=0.0,
+                normalize_before=False,
+                max_positions=128,
+            ),
+        }
+    )
     task = Enwik8Task(cfg, root, cache)
     task.setup()
     return task
@@ -39,17 +55,25 @@ def test_real_prefix_counts_split_and_label(data_dir):
     raw = (root / "enwik8_small").read_bytes()
     assert corpus.source.name == "enwik8_small"
     assert corpus.data.dtype == torch.uint8 and corpus.data.numel() == PREFIX == len(raw)
-    assert bytes(corpus.data.numpy()) == raw                      # token id = byte value
-    assert raw.count(b"\n") == 13_162 and len(set(raw)) == 195     # data README; 195 byte values
-    assert corpus.bounds == {"train": (0, 963_945), "valid": (963_945, 1_017_498),
-                             "test": (1_017_498, PREFIX)}
+    assert bytes(corpus.data.numpy()) == raw  # token id = byte value
+    assert raw.count(b"\n") == 13_162 and len(set(raw)) == 195  # data README; 195 byte values
+    assert corpus.bounds == {
+        "train": (0, 963_945),
+        "valid": (963_945, 1_017_498),
+        "test": (1_017_498, PREFIX),
+    }
     assert sum(corpus.sizes().values()) == PREFIX
-    assert "prefix" in corpus.note and "1,071,051" in corpus.note and "not the standard" in corpus.note
+    assert (
+        "prefix" in corpus.note and "1,071,051" in corpus.note and "not the standard" in corpus.note
+    )
 
 
 def test_full_file_gets_the_standard_split():
-    assert enwik8.split_bounds(100_000_000) == {"train": (0, 90_000_000), "valid": (90_000_000, 95_000_000),
-                                                "test": (95_000_000, 100_000_000)}
+    assert enwik8.split_bounds(100_000_000) == {
+        "train": (0, 90_000_000),
+        "valid": (90_000_000, 95_000_000),
+        "test": (95_000_000, 100_000_000),
+    }
 
 
 def test_zip_is_read_and_preferred_to_the_prefix(tmp_path):
@@ -96,8 +120,13 @@ def test_eval_batches_score_every_byte_of_the_real_split_once(data_dir, tmp_path
     assert targets.numel() == 53_553 and targets.dtype == torch.int64
     assert torch.equal(targets, task.corpus.data[a:b].long())
     inputs = torch.cat([x.flatten() for x, _ in batches])
-    assert torch.equal(inputs, task.corpus.data[a - 1:b - 1].long())   # each target's previous byte
-    assert [tuple(x.shape) for x, _ in batches[-2:]] == [(7, 100), (1, 53)]  # 535 = 66 x 8 + 7 windows, + 53
+    assert torch.equal(
+        inputs, task.corpus.data[a - 1 : b - 1].long()
+    )  # each target's previous byte
+    assert [tuple(x.shape) for x, _ in batches[-2:]] == [
+        (7, 100),
+        (1, 53),
+    ]  # 535 = 66 x 8 + 7 windows, + 53
     assert len(batches) == 68
 
 
@@ -107,29 +136,35 @@ def test_eval_bytes_caps_and_labels(data_dir, tmp_path):
     assert "first 1,000 bytes" in task.data_info["subset"] and "prefix" in task.data_info["subset"]
     a = task.corpus.bounds["valid"][0]
     targets = torch.cat([t.flatten() for _, t in task.eval_batches("valid")])
-    assert torch.equal(targets, task.corpus.data[a:a + 1000].long())
+    assert torch.equal(targets, task.corpus.data[a : a + 1000].long())
 
 
 def test_train_batches_pure_in_epoch_seed_and_inside_train(data_dir, tmp_path):
     task = make_task(data_dir / "enwik8", tmp_path, seq_len=32, batch_size=4)
     ep = task.train_batches(0, 1)
     again = task.train_batches(0, 1)
-    assert len(ep) == len(again) and all(torch.equal(ep[i][0], again[i][0]) for i in (0, 7, len(ep) - 1))
+    assert len(ep) == len(again) and all(
+        torch.equal(ep[i][0], again[i][0]) for i in (0, 7, len(ep) - 1)
+    )
     assert not torch.equal(task.train_batches(1, 1)[0][0], ep[0][0])
     assert not torch.equal(task.train_batches(0, 2)[0][0], ep[0][0])
     x, y = ep[0]
-    assert x.shape == (4, 32) and torch.equal(x[:, 1:], y[:, :-1])     # targets = inputs shifted by one
+    assert x.shape == (4, 32) and torch.equal(
+        x[:, 1:], y[:, :-1]
+    )  # targets = inputs shifted by one
     end = task.corpus.bounds["train"][1]
     starts = torch.cat(list(ep.index_batches))
-    assert int(starts.max()) + 32 < end                               # no target from valid
-    assert len(set(starts.tolist())) == len(starts) and len(starts) >= end // 32 - 1   # one pass
+    assert int(starts.max()) + 32 < end  # no target from valid
+    assert len(set(starts.tolist())) == len(starts) and len(starts) >= end // 32 - 1  # one pass
 
 
 # --- model and metric --------------------------------------------------------------------------
 def test_lm_is_causal_and_every_norm_comes_from_the_factory():
     torch.manual_seed(0)
     for before in (False, True):
-        cfg = TransformerConfig(d_model=16, heads=2, ffn_dim=32, layers=3, dropout=0.0, normalize_before=before)
+        cfg = TransformerConfig(
+            d_model=16, heads=2, ffn_dim=32, layers=3, dropout=0.0, normalize_before=before
+        )
         model = TransformerLM(256, cfg, norm_factory("layernorm_simple"), max_positions=32).eval()
         norms = [m for m in model.modules() if isinstance(m, Norm)]
         assert len(norms) == 2 * 3 + before
@@ -139,7 +174,9 @@ def test_lm_is_causal_and_every_norm_comes_from_the_factory():
         y[:, 12] = (y[:, 12] + 1) % 256
         out_x, out_y = model(x), model(y)
         assert out_x.shape == (2, 20, 256)
-        assert torch.equal(out_x[:, :12], out_y[:, :12]) and not torch.allclose(out_x[:, 12:], out_y[:, 12:])
+        assert torch.equal(out_x[:, :12], out_y[:, :12]) and not torch.allclose(
+            out_x[:, 12:], out_y[:, 12:]
+        )
     assert model.embed.weight.shape == (257, 16)  # the tied softmax uses rows 0..255 only
 
 
@@ -162,7 +199,9 @@ def test_bpc_of_the_uniform_model_is_eight(data_dir, tmp_path):
 # --- runs --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("norm", sorted(NORMS))
 def test_smoke_run_per_norm(data_dir, tmp_path, norm):
-    summary, run_dir = run_job(["task=enwik8", f"norm={norm}", "scale=smoke", "threads=1"], tmp_path, data_dir)
+    summary, run_dir = run_job(
+        ["task=enwik8", f"norm={norm}", "scale=smoke", "threads=1"], tmp_path, data_dir
+    )
     assert summary["status"] == "completed", summary["error"]
     assert summary["metric"] == "bpc" and summary["higher_is_better"] is False
     assert "prefix" in summary["data"]["subset"] and summary["data"]["sizes"]["valid"] == 53_553
@@ -177,14 +216,30 @@ def test_smoke_run_per_norm(data_dir, tmp_path, norm):
 def test_paper_scale_is_the_transformer_xl_base_recipe(tmp_path):
     from helpers import compose_cfg
     from normlab.config import load_job
+
     job = load_job(compose_cfg(["task=enwik8", "scale=paper", "norm=adanorm"], tmp_path)).cfg
     m, t, d = job.task.model, job.task.train, job.task.data
-    assert (m.layers, m.d_model, m.heads, m.ffn_dim, m.dropout, m.attn_dropout) == (12, 512, 8, 2048, 0.1, 0.0)
-    assert m.normalize_before is False                       # Transformer-XL default: post-norm
+    assert (m.layers, m.d_model, m.heads, m.ffn_dim, m.dropout, m.attn_dropout) == (
+        12,
+        512,
+        8,
+        2048,
+        0.1,
+        0.0,
+    )
+    assert m.normalize_before is False  # Transformer-XL default: post-norm
     assert (t.lr, list(t.betas), t.schedule, t.warmup_steps, t.clip_norm, t.max_steps) == (
-        2.5e-4, [0.9, 0.999], "cosine", 0, 0.25, 400_000)
+        2.5e-4,
+        [0.9, 0.999],
+        "cosine",
+        0,
+        0.25,
+        400_000,
+    )
     assert (d.seq_len, d.batch_size, d.eval_bytes) == (512, 22, 0)
     task = Enwik8Task(job.task, tmp_path, tmp_path)
     model = task.build_model(norm_factory(job.norm.name, **job.norm.options))
     body = sum(p.numel() for p in model.decoder.parameters())
-    assert body == 12 * (4 * (512 * 512 + 512) + 2 * 512 * 2048 + 2048 + 512)   # AdaNorm has no parameters
+    assert body == 12 * (
+        4 * (512 * 512 + 512) + 2 * 512 * 2048 + 2048 + 512
+    )  # AdaNorm has no parameters

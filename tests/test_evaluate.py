@@ -1,5 +1,6 @@
 """normlab-eval re-computes every task's recorded metrics from its checkpoints; translation decodes
 greedy and with a beam; bad input is one line and exit 2."""
+
 from __future__ import annotations
 
 import json
@@ -55,15 +56,19 @@ def test_last_checkpoint_gives_the_last_validation(smoke_runs, key, tmp_path):
     assert row["step"] == summary["steps"] == last_valid["step"]
     assert_same(row["metrics"], summary["valid"])
     if summary["best_step"] == summary["steps"]:  # the same weights were tested
-        (test,) = evaluate([run_dir, "--checkpoint", "last", "--split", "test"], tmp_path, "test.json")
+        (test,) = evaluate(
+            [run_dir, "--checkpoint", "last", "--split", "test"], tmp_path, "test.json"
+        )
         assert_same(test["metrics"], summary["test"])
 
 
 def test_a_last_checkpoint_that_is_not_the_best_is_told_apart(smoke_runs, tmp_path):
     summary, run_dir = smoke_runs["rt_late"]
     assert summary["best_step"] < summary["steps"]  # the fixture's premise
-    best, last = (evaluate([run_dir, "--checkpoint", c, "--split", "valid"], tmp_path, f"{c}.json")[0]
-                  for c in ("best", "last"))
+    best, last = (
+        evaluate([run_dir, "--checkpoint", c, "--split", "valid"], tmp_path, f"{c}.json")[0]
+        for c in ("best", "last")
+    )
     assert (best["step"], last["step"]) == (summary["best_step"], summary["steps"])
     assert best["metrics"] != last["metrics"]
     assert_same(last["metrics"], summary["valid"])
@@ -78,7 +83,12 @@ def test_several_runs_and_a_glob_give_one_table(smoke_runs, tmp_path, capsys):
     table = capsys.readouterr().out
     assert table.count("| valid |") == 3 and "matches recorded" in table
     main([str(smoke_runs["rt"][1]), "--split", "valid", "--out", str(tmp_path / "t.csv")])
-    assert (tmp_path / "t.csv").read_text().splitlines()[0].startswith("run,task,norm,seed,checkpoint,step")
+    assert (
+        (tmp_path / "t.csv")
+        .read_text()
+        .splitlines()[0]
+        .startswith("run,task,norm,seed,checkpoint,step")
+    )
 
 
 @pytest.mark.parametrize("key", TRANSLATION)
@@ -87,32 +97,57 @@ def test_translation_decodes_greedy_and_with_a_beam(smoke_runs, key, tmp_path):
     n_test = summary["data"]["sizes"]["test"]
     for beam in (1, 4):
         out = tmp_path / f"beam{beam}"
-        (row,) = evaluate([run_dir, "--split", "test", "--beam", beam, "--results-path", out], tmp_path, f"{beam}.json")
+        (row,) = evaluate(
+            [run_dir, "--split", "test", "--beam", beam, "--results-path", out],
+            tmp_path,
+            f"{beam}.json",
+        )
         m = row["metrics"]
         assert m["decode"].startswith(f"beam={beam} ")
         assert "tok:none" in m["bleu_signature"] and "tok:13a" in m["sacrebleu_signature"]
         assert 0 <= m["bleu"] <= 100 and 0 <= m["sacrebleu"] <= 100
-        assert math.isclose(m["loss"], summary["test"]["loss"], rel_tol=1e-6)  # the loss ignores the search
+        assert math.isclose(
+            m["loss"], summary["test"]["loss"], rel_tol=1e-6
+        )  # the loss ignores the search
         files = {p.name: p.read_text().splitlines() for p in (out / os.listdir(out)[0]).iterdir()}
-        assert sorted(files) == ["test.hyp.detok.txt", "test.hyp.txt", "test.ref.detok.txt", "test.ref.txt"]
+        assert sorted(files) == [
+            "test.hyp.detok.txt",
+            "test.hyp.txt",
+            "test.ref.detok.txt",
+            "test.ref.txt",
+        ]
         assert all(len(lines) == n_test for lines in files.values())
         recorded_beam = int(summary["test"]["decode"].split()[0].removeprefix("beam="))
-        assert row["matches_recorded"] == ("yes" if beam == recorded_beam else "n/a (the overrides change it)")
+        assert row["matches_recorded"] == (
+            "yes" if beam == recorded_beam else "n/a (the overrides change it)"
+        )
 
 
 def test_generate_decodes_the_validation_split(smoke_runs, tmp_path):
     _, run_dir = smoke_runs["iwslt14_de_en"]
-    (row,) = evaluate([run_dir, "--split", "valid", "--generate", "--results-path", tmp_path / "gen"], tmp_path)
-    assert "bleu_signature" in row["metrics"] and row["matches_recorded"] == "yes"  # loss and nll as recorded
+    (row,) = evaluate(
+        [run_dir, "--split", "valid", "--generate", "--results-path", tmp_path / "gen"], tmp_path
+    )
+    assert (
+        "bleu_signature" in row["metrics"] and row["matches_recorded"] == "yes"
+    )  # loss and nll as recorded
     assert any(p.name == "valid.hyp.detok.txt" for p in (tmp_path / "gen").rglob("*"))
 
 
 def run_eval(args, **kw):
-    return subprocess.run([sys.executable, "-m", "normlab.evaluate", *map(str, args)], cwd=REPO, capture_output=True,
-                          text=True, timeout=300, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "normlab.evaluate", *map(str, args)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        **kw,
+    )
 
 
-@pytest.mark.parametrize("case", ["no_checkpoint", "bad_config", "training_key", "unknown_key", "not_a_dir"])
+@pytest.mark.parametrize(
+    "case", ["no_checkpoint", "bad_config", "training_key", "unknown_key", "not_a_dir"]
+)
 def test_bad_input_is_one_line_and_exit_2(smoke_runs, tmp_path, case):
     _, run_dir = smoke_runs["rt"]
     copy = tmp_path / "run"
@@ -132,7 +167,9 @@ def test_bad_input_is_one_line_and_exit_2(smoke_runs, tmp_path, case):
     out = run_eval(args)
     assert out.returncode == 2, out.stderr
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("normlab-eval: error: ") and expect in lines[0], out.stderr
+    assert (
+        len(lines) == 1 and lines[0].startswith("normlab-eval: error: ") and expect in lines[0]
+    ), out.stderr
     assert "Traceback" not in out.stderr
     assert sorted(p.relative_to(copy) for p in copy.rglob("*")) == before  # nothing written
 

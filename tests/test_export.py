@@ -1,5 +1,6 @@
 """normlab-export: every task's model reloads in a fresh interpreter without normlab's data, task
 or training code, and reproduces the checkpoint's outputs, as a module and as a torch.export program."""
+
 from __future__ import annotations
 
 import json
@@ -47,8 +48,13 @@ print(json.dumps(result))
 
 
 def load_fresh(folder) -> dict:
-    out = subprocess.run([sys.executable, "-c", LOADER, str(folder)], cwd=REPO, capture_output=True,
-                         text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", LOADER, str(folder)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return {k: torch.tensor(v) for k, v in json.loads(out.stdout.splitlines()[-1]).items()}
 
@@ -87,13 +93,18 @@ def test_translation_export_carries_vocabularies_and_bpe(smoke_runs, tmp_path):
     meta = json.loads((folder / "model.json").read_text())
     src = (folder / "src_vocab.txt").read_text().splitlines()
     assert len(src) == summary["data"]["vocab"]["src"] == meta["model"]["kwargs"]["src_vocab"]
-    assert src[meta["model"]["kwargs"]["pad"]] == "<pad>" and src[meta["model"]["kwargs"]["eos"]] == "</s>"
+    assert (
+        src[meta["model"]["kwargs"]["pad"]] == "<pad>"
+        and src[meta["model"]["kwargs"]["eos"]] == "</s>"
+    )
     codes = (folder / "bpe.codes").read_text().splitlines()
     assert codes[0] == "#version: 0.2" and len(codes) > 100
     assert meta["program"]["dynamic"] == "batch and length"
 
 
-def test_export_refuses_a_folder_that_is_not_empty_and_a_run_without_checkpoint(smoke_runs, tmp_path, capsys):
+def test_export_refuses_a_folder_that_is_not_empty_and_a_run_without_checkpoint(
+    smoke_runs, tmp_path, capsys
+):
     _, run_dir = smoke_runs["rt"]
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "keep.txt").write_text("mine")

@@ -1,5 +1,6 @@
 """The findings: paired two-sided tests and TOST per claim row, one declared family for Holm and
 BH across studies, verdicts, and the overfitting claim measured after the validation minimum."""
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -21,9 +22,14 @@ CLAIM = {c.key: c for c in CLAIMS}
 
 def curves(valid, train_end=1.0, steps=100):
     """Train loss falling linearly to ``train_end``; valid losses at evenly spaced evaluations."""
-    out = [{"step": s, "split": "train", "loss": train_end + (steps - s) / 100} for s in range(10, steps + 1, 10)]
+    out = [
+        {"step": s, "split": "train", "loss": train_end + (steps - s) / 100}
+        for s in range(10, steps + 1, 10)
+    ]
     every = steps // len(valid)
-    return out + [{"step": every * (i + 1), "split": "valid", "loss": v} for i, v in enumerate(valid)]
+    return out + [
+        {"step": every * (i + 1), "split": "valid", "loss": v} for i, v in enumerate(valid)
+    ]
 
 
 def test_rows_pair_seeds_test_two_sided_and_tost_against_the_margin(tmp_path):
@@ -31,10 +37,12 @@ def test_rows_pair_seeds_test_two_sided_and_tost_against_the_margin(tmp_path):
     for seed, (a, b) in enumerate(zip(lns, ln), start=2):
         make_run(tmp_path, "rt", "layernorm_simple", seed, a)
         make_run(tmp_path, "rt", "layernorm", seed, b)
-    make_run(tmp_path, "rt", "layernorm", 9, 50.0)            # no partner seed: left out of the pairs
+    make_run(tmp_path, "rt", "layernorm", 9, 50.0)  # no partner seed: left out of the pairs
     f = evaluate(Grid(find_runs([tmp_path])), CLAIM["ln_simple_no_worse"], "rt")
     t = stats.ttest_rel(lns, ln)
-    assert (f.n, f.n_a, f.n_b) == (4, 4, 5) and f.diff == pytest.approx(np.mean(np.subtract(lns, ln)))
+    assert (f.n, f.n_a, f.n_b) == (4, 4, 5) and f.diff == pytest.approx(
+        np.mean(np.subtract(lns, ln))
+    )
     assert f.p == pytest.approx(t.pvalue, rel=1e-12) and f.t == pytest.approx(t.statistic)
     assert f.margin == margin("acc") == 0.5
     assert f.p_tost == pytest.approx(ttost_paired(np.array(lns), np.array(ln), -0.5, 0.5)[0])
@@ -46,7 +54,9 @@ def test_rows_pair_seeds_test_two_sided_and_tost_against_the_margin(tmp_path):
 def test_lower_is_better_metrics_flip_sign_and_a_clear_loss_is_worse(tmp_path):
     for seed in (2, 3, 4):
         make_run(tmp_path, "enwik8", "adanorm", seed, 5.7 + 0.01 * seed, metric="bpc", hib=False)
-        make_run(tmp_path, "enwik8", "layernorm", seed, 4.1 + 0.02 * (seed % 2), metric="bpc", hib=False)
+        make_run(
+            tmp_path, "enwik8", "layernorm", seed, 4.1 + 0.02 * (seed % 2), metric="bpc", hib=False
+        )
     f = evaluate(Grid(find_runs([tmp_path])), CLAIM["adanorm_improves"], "enwik8")
     assert f.diff == pytest.approx(-(5.73 - 4.1) + 0.02 / 3 * 1, abs=0.02) and f.diff < 0
     assert f.p < 0.05 and f.verdict("raw") == "worse"
@@ -63,43 +73,88 @@ def test_one_family_adjusts_every_row_and_sign_test_together(tmp_path):
     fs = [f for f in every if f.claim.key == "ln_simple_no_worse"]
     # the overfitting rows have no curves to measure: decided without a test, outside the family
     assert {f.verdict() for f in every if f not in fs} == {"no test"}
-    raw = [fs[0].p, fs[0].p_tost, fs[1].p, fs[1].p_tost, fam.members[0].signs["ln_simple_no_worse"]["p"]]
+    raw = [
+        fs[0].p,
+        fs[0].p_tost,
+        fs[1].p,
+        fs[1].p_tost,
+        fam.members[0].signs["ln_simple_no_worse"]["p"],
+    ]
     assert fam.size == 5 and not fam.declared
     holm = multipletests(raw, method="holm")[1]
-    assert [fs[0].p_holm, fs[0].tost_holm, fs[1].p_holm, fs[1].tost_holm] == pytest.approx(list(holm[:4]))
-    assert fam.members[0].signs["ln_simple_no_worse"]["p"] == pytest.approx(0.5)   # 2 of 2: 2 * 1/4
+    assert [fs[0].p_holm, fs[0].tost_holm, fs[1].p_holm, fs[1].tost_holm] == pytest.approx(
+        list(holm[:4])
+    )
+    assert fam.members[0].signs["ln_simple_no_worse"]["p"] == pytest.approx(0.5)  # 2 of 2: 2 * 1/4
     assert all(f.verdict("raw") == "better" for f in fs)
     # the MDE is at alpha / m
     d = np.subtract([82.1, 81.8, 82.15], [79.9, 80.2, 79.85])
     assert fs[0].mde is not None and fs[0].mde > abs(d.mean())
     line = summary_lines(every, fam, "this report")[0]
-    assert "family's 5 tests" in line and "as claimed on 2 of 2 tasks" in line and "MDE (margin)" in line
+    assert (
+        "family's 5 tests" in line
+        and "as claimed on 2 of 2 tasks" in line
+        and "MDE (margin)" in line
+    )
 
 
 def test_family_spans_the_declared_studies_of_a_scale(tmp_path):
     res = tmp_path / "results"
     for folder, shift in (("mini", 1.0), ("mini-enwik8-prenorm", 0.5)):
         for seed, noise in zip((2, 3, 4), (0.1, -0.2, 0.15)):
-            task, metric, hib = ("rt", "acc", True) if folder == "mini" else ("enwik8", "bpc", False)
-            make_run(res / folder / "runs", task, "adanorm", seed, 80.0 + shift + noise, metric=metric, hib=hib)
-            make_run(res / folder / "runs", task, "layernorm", seed, 80.0 - noise, metric=metric, hib=hib)
-    assert locate(res / "mini") == ("fixed", "mini") and locate(res / "mini-tuned") == ("tuned", "mini")
-    assert locate(res / "mini-enwik8-prenorm") == ("prenorm", "mini") and locate(tmp_path / "mini") is None
-    write_report(find_runs([res / "mini" / "runs"]), tmp_path / "a", figures=False, member=res / "mini")
-    write_report(find_runs([res / "mini-enwik8-prenorm" / "runs"]), tmp_path / "b", figures=False,
-                 member=res / "mini-enwik8-prenorm")
+            task, metric, hib = (
+                ("rt", "acc", True) if folder == "mini" else ("enwik8", "bpc", False)
+            )
+            make_run(
+                res / folder / "runs",
+                task,
+                "adanorm",
+                seed,
+                80.0 + shift + noise,
+                metric=metric,
+                hib=hib,
+            )
+            make_run(
+                res / folder / "runs", task, "layernorm", seed, 80.0 - noise, metric=metric, hib=hib
+            )
+    assert locate(res / "mini") == ("fixed", "mini") and locate(res / "mini-tuned") == (
+        "tuned",
+        "mini",
+    )
+    assert (
+        locate(res / "mini-enwik8-prenorm") == ("prenorm", "mini")
+        and locate(tmp_path / "mini") is None
+    )
+    write_report(
+        find_runs([res / "mini" / "runs"]), tmp_path / "a", figures=False, member=res / "mini"
+    )
+    write_report(
+        find_runs([res / "mini-enwik8-prenorm" / "runs"]),
+        tmp_path / "b",
+        figures=False,
+        member=res / "mini-enwik8-prenorm",
+    )
     fam_a, fam_b = ((tmp_path / d / "family.md").read_text().split(" Scale:")[0] for d in "ab")
-    assert fam_a == fam_b and "m = 6 tests" in fam_a          # 2 tests + 1 sign test per study
+    assert fam_a == fam_b and "m = 6 tests" in fam_a  # 2 tests + 1 sign test per study
     assert "| prenorm | results/mini-enwik8-prenorm | 1 | 1 | 1 | 1 | 0 |" in fam_a
     assert "Absent members (no runs yet): results/mini-tuned." in fam_a
     # the same adjusted p in both folders' findings for the fixed study's row
-    row = next(r for r in (tmp_path / "a" / "findings.csv").read_text().splitlines() if r.startswith("AdaNorm"))
+    row = next(
+        r
+        for r in (tmp_path / "a" / "findings.csv").read_text().splitlines()
+        if r.startswith("AdaNorm")
+    )
     fs = findings(Grid(find_runs([res / "mini" / "runs"])))
     fam = build(fs, res / "mini", member_findings)
     assert f"{fs[0].p_holm:.3g}" in row and fam.size == 6
     text = (tmp_path / "a" / "findings.md").read_text()
-    assert "fixed (results/mini) 3; prenorm (results/mini-enwik8-prenorm) 3" in text   # the members, in the caption
-    assert "Across tasks (two-sided sign tests, adjusted in the family" in text and "as claimed on 1 of 1" in text
+    assert (
+        "fixed (results/mini) 3; prenorm (results/mini-enwik8-prenorm) 3" in text
+    )  # the members, in the caption
+    assert (
+        "Across tasks (two-sided sign tests, adjusted in the family" in text
+        and "as claimed on 1 of 1" in text
+    )
 
 
 def test_divergence_decides_and_too_few_pairs(tmp_path):
@@ -109,7 +164,9 @@ def test_divergence_decides_and_too_few_pairs(tmp_path):
     make_run(tmp_path, "rt", "layernorm", 2, 74.0)
     g = Grid(find_runs([tmp_path]))
     f = evaluate(g, CLAIM["derivatives_matter"], "rt")
-    assert f.verdict() == "better" and "DetachNorm diverged in every run" in f.sentence and f.p is None
+    assert (
+        f.verdict() == "better" and "DetachNorm diverged in every run" in f.sentence and f.p is None
+    )
     assert evaluate(g, CLAIM["ln_simple_no_worse"], "rt").verdict() == "too few runs"
 
 
@@ -125,19 +182,32 @@ def test_rise_after_the_minimum_and_the_gap_at_the_best_checkpoint(tmp_path):
 
 def test_a_task_whose_layernorm_does_not_overfit_is_outside_the_regime(tmp_path):
     for seed in (2, 3, 4):
-        make_run(tmp_path, "mnist", "layernorm", seed, 98.0, curves=curves([1.0, 0.5, 0.501 + 0.001 * seed]))
+        make_run(
+            tmp_path,
+            "mnist",
+            "layernorm",
+            seed,
+            98.0,
+            curves=curves([1.0, 0.5, 0.501 + 0.001 * seed]),
+        )
         make_run(tmp_path, "mnist", "layernorm_simple", seed, 98.0, curves=curves([1.0, 0.5, 0.5]))
-        make_run(tmp_path, "rt", "layernorm", seed, 70.0, curves=curves([1.0, 0.5, 0.6 + 0.01 * seed]))
+        make_run(
+            tmp_path, "rt", "layernorm", seed, 70.0, curves=curves([1.0, 0.5, 0.6 + 0.01 * seed])
+        )
         make_run(tmp_path, "rt", "layernorm_simple", seed, 70.0, curves=curves([1.0, 0.5, 0.52]))
     g = Grid(find_runs([tmp_path]))
     assert in_regime(g, "mnist") is False and in_regime(g, "rt") is True
     out = evaluate(g, CLAIM["ln_overfits"], "mnist")
     assert out.verdict() == "outside the regime" and out.p is None
     inside = evaluate(g, CLAIM["ln_overfits"], "rt")
-    assert inside.diff == pytest.approx(np.mean([100 * (0.6 + 0.01 * s - 0.5) / 0.5 - 4.0 for s in (2, 3, 4)]))
+    assert inside.diff == pytest.approx(
+        np.mean([100 * (0.6 + 0.01 * s - 0.5) / 0.5 - 4.0 for s in (2, 3, 4)])
+    )
     assert inside.verdict("raw") == "larger"
     fam = build(findings(g), None, member_findings)
-    assert fam.members[0].signs["ln_overfits"]["n"] == 1      # the sign test counts only tasks in the regime
+    assert (
+        fam.members[0].signs["ln_overfits"]["n"] == 1
+    )  # the sign test counts only tasks in the regime
     write_report(find_runs([tmp_path]), tmp_path / "out", figures=False)
     text = (tmp_path / "out" / "overfitting.md").read_text()
     assert "outside the regime (LayerNorm +0.8% < 1%)" in text and "| rt | LayerNorm |" in text
@@ -152,11 +222,22 @@ def test_a_seed_initializes_the_parameters_every_norm_shares_alike(tmp_path):
     from normlab.config import load_job
     from normlab.norms import norm_factory
     from normlab.tasks.lm import Enwik8Task
+
     params = {}
-    for norm in ("layernorm", "layernorm_simple", "detachnorm", "adanorm", "rmsnorm", "dyt", "none"):
+    for norm in (
+        "layernorm",
+        "layernorm_simple",
+        "detachnorm",
+        "adanorm",
+        "rmsnorm",
+        "dyt",
+        "none",
+    ):
         job = load_job(compose_cfg(["task=enwik8", "scale=mini", f"norm={norm}"], tmp_path)).cfg
         torch.manual_seed(2)
-        model = Enwik8Task(job.task, tmp_path, tmp_path).build_model(norm_factory(job.norm.name, **job.norm.options))
+        model = Enwik8Task(job.task, tmp_path, tmp_path).build_model(
+            norm_factory(job.norm.name, **job.norm.options)
+        )
         params[norm] = dict(model.named_parameters())
     shared = set.intersection(*(set(p) for p in params.values()))
     assert len(shared) > 100 and len(params["layernorm"]) > len(shared)

@@ -9,6 +9,7 @@ The reference itself is checked against independent formulas in test_norms.py an
 test_norms_grad.py; those tests build modules with the default impl, so they check the fast
 paths too. Here every variant and option combination is compared directly.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -28,27 +29,74 @@ def fast_path(request):
             pytest.skip("native kernels unavailable here (test_native.py says why)")
         yield request.param
 
+
 H = 24
 CASES = [  # (id, builder(dim, impl, channels_first))
-    *[(f"{name}-{num}", lambda d, impl, cf, name=name, num=num: build_norm(
-        name, d, numerics=num, impl=impl, channels_first=cf))
-      for name in ("layernorm", "layernorm_simple", "detachnorm", "detach_mean", "detach_var",
-                   "adanorm", "rmsnorm")
-      for num in ("paper", "official")],
-    *[(f"adanorm-C2k03-{num}", lambda d, impl, cf, num=num: build_norm(
-        "adanorm", d, C=2.0, k=0.3, numerics=num, impl=impl, channels_first=cf))
-      for num in ("paper", "official")],
-    *[(f"{name}-noaffine", lambda d, impl, cf, name=name: build_norm(
-        name, d, affine=False, impl=impl, channels_first=cf)) for name in ("rmsnorm", "dyt", "derf")],
-    ("rmsnorm-official-noaffine", lambda d, impl, cf: build_norm(
-        "rmsnorm", d, affine=False, numerics="official", impl=impl, channels_first=cf)),
+    *[
+        (
+            f"{name}-{num}",
+            lambda d, impl, cf, name=name, num=num: build_norm(
+                name, d, numerics=num, impl=impl, channels_first=cf
+            ),
+        )
+        for name in (
+            "layernorm",
+            "layernorm_simple",
+            "detachnorm",
+            "detach_mean",
+            "detach_var",
+            "adanorm",
+            "rmsnorm",
+        )
+        for num in ("paper", "official")
+    ],
+    *[
+        (
+            f"adanorm-C2k03-{num}",
+            lambda d, impl, cf, num=num: build_norm(
+                "adanorm", d, C=2.0, k=0.3, numerics=num, impl=impl, channels_first=cf
+            ),
+        )
+        for num in ("paper", "official")
+    ],
+    *[
+        (
+            f"{name}-noaffine",
+            lambda d, impl, cf, name=name: build_norm(
+                name, d, affine=False, impl=impl, channels_first=cf
+            ),
+        )
+        for name in ("rmsnorm", "dyt", "derf")
+    ],
+    (
+        "rmsnorm-official-noaffine",
+        lambda d, impl, cf: build_norm(
+            "rmsnorm", d, affine=False, numerics="official", impl=impl, channels_first=cf
+        ),
+    ),
     ("dyt", lambda d, impl, cf: build_norm("dyt", d, impl=impl, channels_first=cf)),
     ("scalenorm", lambda d, impl, cf: build_norm("scalenorm", d, impl=impl, channels_first=cf)),
-    ("derf", lambda d, impl, cf: build_norm("derf", d, shift_init=0.2, impl=impl, channels_first=cf)),
+    (
+        "derf",
+        lambda d, impl, cf: build_norm("derf", d, shift_init=0.2, impl=impl, channels_first=cf),
+    ),
     # the LayerNorm class also allows a gain and bias with detached statistics
-    *[(f"affine-{dm:d}{dv:d}-{num}", lambda d, impl, cf, dm=dm, dv=dv, num=num: L.LayerNormFamily(
-        d, affine=True, detach_mean=dm, detach_var=dv, numerics=num, impl=impl, channels_first=cf))
-      for dm, dv in ((True, False), (False, True), (True, True)) for num in ("paper", "official")],
+    *[
+        (
+            f"affine-{dm:d}{dv:d}-{num}",
+            lambda d, impl, cf, dm=dm, dv=dv, num=num: L.LayerNormFamily(
+                d,
+                affine=True,
+                detach_mean=dm,
+                detach_var=dv,
+                numerics=num,
+                impl=impl,
+                channels_first=cf,
+            ),
+        )
+        for dm, dv in ((True, False), (False, True), (True, True))
+        for num in ("paper", "official")
+    ],
 ]
 # largest difference relative to the largest magnitude of the reference's tensor. In float32 the
 # scalar parameters' gradients (DyT/Derf alpha, ScaleNorm g) sum a few hundred terms of both
@@ -117,10 +165,14 @@ def test_detached_gradients_differ_from_full():
     full = run(build_norm("layernorm_simple", H), x, g)[1]
     for name in ("detachnorm", "detach_mean", "detach_var"):
         for impl in ("fused", "reference"):
-            assert (run(build_norm(name, H, impl=impl), x, g)[1] - full).abs().max() > 1e-3, (name, impl)
+            assert (run(build_norm(name, H, impl=impl), x, g)[1] - full).abs().max() > 1e-3, (
+                name,
+                impl,
+            )
 
 
 # ---------------------------------------------------------------------------- edge rows
+
 
 def test_zero_row_rmsnorm_official_and_scalenorm():
     # ||x|| = 0: RMS official divides by (0 + eps), ScaleNorm clamps the norm; finite gradients
@@ -128,8 +180,10 @@ def test_zero_row_rmsnorm_official_and_scalenorm():
     x[1] = 0.0
     x[2] *= 1e-9  # below ScaleNorm's eps: the clamp is active, the norm a constant
     g = xin(3, H, seed=2)
-    for build in (lambda d, impl, cf: build_norm("rmsnorm", d, numerics="official", impl=impl),
-                  lambda d, impl, cf: build_norm("scalenorm", d, impl=impl)):
+    for build in (
+        lambda d, impl, cf: build_norm("rmsnorm", d, numerics="official", impl=impl),
+        lambda d, impl, cf: build_norm("scalenorm", d, impl=impl),
+    ):
         fused, ref = pair(build, torch.float64)
         got, want = run(fused, x, g), run(ref, x, g)
         for a, b in zip(got, want):
@@ -143,8 +197,9 @@ def test_constant_row_official_like_reference(name):
     x = xin(2, H)
     x[0] = 0.25
     g = xin(2, H, seed=2)
-    fused, ref = pair(lambda d, impl, cf: build_norm(name, d, numerics="official", impl=impl),
-                      torch.float64)
+    fused, ref = pair(
+        lambda d, impl, cf: build_norm(name, d, numerics="official", impl=impl), torch.float64
+    )
     got, want = run(fused, x, g), run(ref, x, g)
     assert torch.isfinite(want[1]).all() and want[1][0].abs().max() > 1e3  # r = 1/eps
     for a, b in zip(got, want):
@@ -152,6 +207,7 @@ def test_constant_row_official_like_reference(name):
 
 
 # ------------------------------------------------------------------------ saved memory
+
 
 def saved_bytes(module, x, min_numel=0) -> int:
     """Bytes of the distinct storages autograd keeps for backward (the input's included) that
@@ -163,6 +219,7 @@ def saved_bytes(module, x, min_numel=0) -> int:
         if st.nbytes() > min_numel * t.element_size():
             seen[st.data_ptr()] = st.nbytes()
         return t
+
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         module(x.detach().clone().requires_grad_())
     return sum(seen.values())
@@ -185,6 +242,7 @@ def test_detached_sigma_saves_only_row_statistics(name):
 
 
 # --------------------------------------------------------------------------- impl option
+
 
 def test_impl_option_everywhere():
     for name in NORMS:

@@ -1,5 +1,6 @@
 """The shape of the package, read from its imports (every ``import`` statement, the ones inside
 functions included): no module imports itself through others, and the report starts no processes."""
+
 import ast
 from pathlib import Path
 
@@ -23,9 +24,11 @@ def imports_of(name: str, path: Path, mods: dict) -> set[str]:
         if isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                parts = package.split(".")[:len(package.split(".")) - node.level + 1]
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(parts + ([node.module] if node.module else []))
-            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
+            targets = [
+                f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names
+            ]
         elif isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
         else:
@@ -75,7 +78,10 @@ def circles(edges: dict[str, set[str]]) -> list[list[str]]:
 def test_the_import_graph_has_no_circle():
     edges = graph()
     # the graph reads real imports, lazy ones included
-    assert "normlab.config_keys" in edges["normlab.hints"] and "normlab.tasks" in edges["normlab.config"]
+    assert (
+        "normlab.config_keys" in edges["normlab.hints"]
+        and "normlab.tasks" in edges["normlab.config"]
+    )
     assert circles(edges) == []
 
 
@@ -86,8 +92,15 @@ def test_circle_detection_finds_a_circle():
 
 def test_the_report_starts_no_processes():
     for p in (PKG / "report").glob("*.py"):
-        names = {a.name.split(".")[0] for n in ast.walk(ast.parse(p.read_text()))
-                 if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
-        modules_ = {n.module.split(".")[0] for n in ast.walk(ast.parse(p.read_text()))
-                    if isinstance(n, ast.ImportFrom) and n.module and not n.level}
+        names = {
+            a.name.split(".")[0]
+            for n in ast.walk(ast.parse(p.read_text()))
+            if isinstance(n, (ast.Import, ast.ImportFrom))
+            for a in n.names
+        }
+        modules_ = {
+            n.module.split(".")[0]
+            for n in ast.walk(ast.parse(p.read_text()))
+            if isinstance(n, ast.ImportFrom) and n.module and not n.level
+        }
         assert not ({"subprocess", "multiprocessing"} & (names | modules_)), p.name

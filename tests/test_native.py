@@ -2,6 +2,7 @@
 compiler is, the accuracy of their float32 tanh/erf/exp, NaN propagation, thread-count
 independence, and the fallback when they can't be built. Their agreement with the reference
 math for every variant is tested in test_fused.py."""
+
 from __future__ import annotations
 
 import os
@@ -18,7 +19,8 @@ from normlab.norms import build_norm, native
 ROOT = Path(__file__).resolve().parents[1]
 needs_native = pytest.mark.skipif(
     os.environ.get("NORMLAB_NATIVE") == "0" or shutil.which("c++") is None,
-    reason="native kernels disabled or no C++ compiler")
+    reason="native kernels disabled or no C++ compiler",
+)
 
 
 @needs_native
@@ -32,8 +34,11 @@ def grid(lo, hi, n=2_000_001):
 
 
 @needs_native
-@pytest.mark.parametrize("fn,ref,lo,hi", [(0, torch.tanh, -12, 12), (1, torch.erf, -8, 8),
-                                          (2, torch.exp, -80, 0)], ids=["tanh", "erf", "exp"])
+@pytest.mark.parametrize(
+    "fn,ref,lo,hi",
+    [(0, torch.tanh, -12, 12), (1, torch.erf, -8, 8), (2, torch.exp, -80, 0)],
+    ids=["tanh", "erf", "exp"],
+)
 def test_float32_functions_accurate(fn, ref, lo, hi):
     # exp only serves exp(-u^2) in Derf's backward, hence x <= 0. The bounds are ~3x torch's own
     # float32 functions (~1.2e-7 here); a wrong coefficient shows up as > 1e-5.
@@ -58,7 +63,9 @@ def test_float32_functions_special_values():
 
 
 @needs_native
-@pytest.mark.parametrize("name", ["layernorm_simple", "adanorm", "rmsnorm", "scalenorm", "dyt", "derf"])
+@pytest.mark.parametrize(
+    "name", ["layernorm_simple", "adanorm", "rmsnorm", "scalenorm", "dyt", "derf"]
+)
 def test_nan_reaches_output_and_gradient(name):
     # a diverging run must look diverged: NaN in, NaN out, in forward and backward
     x = torch.randn(4, 32)
@@ -72,7 +79,9 @@ def test_nan_reaches_output_and_gradient(name):
 
 
 @needs_native
-@pytest.mark.parametrize("name", ["layernorm", "detach_mean", "adanorm", "rmsnorm", "scalenorm", "dyt", "derf"])
+@pytest.mark.parametrize(
+    "name", ["layernorm", "detach_mean", "adanorm", "rmsnorm", "scalenorm", "dyt", "derf"]
+)
 def test_same_results_with_one_and_two_threads(name):
     # 4096 rows of 64 are split into several tasks; column sums go through per-thread buffers
     gen = torch.Generator().manual_seed(0)
@@ -89,6 +98,7 @@ def test_same_results_with_one_and_two_threads(name):
         xx = x.clone().requires_grad_()
         y = m(xx)
         return [y, *torch.autograd.grad(y, [xx, *m.parameters()], g)]
+
     threads = torch.get_num_threads()
     try:
         results = {}
@@ -108,19 +118,23 @@ def test_fallback_when_the_build_fails(tmp_path):
     # an unusable build directory: one warning, then the tensor-op paths give the same numbers
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    code = ("import warnings, torch\n"
-            "from normlab.norms import build_norm, native\n"
-            "with warnings.catch_warnings(record=True) as w:\n"
-            "    warnings.simplefilter('always')\n"
-            "    x = torch.randn(8, 16, dtype=torch.float64, requires_grad=True)\n"
-            "    y = build_norm('dyt', 16)(x); build_norm('adanorm', 16)(x)\n"
-            "ref = build_norm('dyt', 16, impl='reference')(x)\n"
-            "assert native.load() is None and (y - ref).abs().max() < 1e-12\n"
-            "msgs = [str(m.message) for m in w if 'native CPU norm kernels' in str(m.message)]\n"
-            "assert len(msgs) == 1, msgs\n"
-            "print(msgs[0])\n")
+    code = (
+        "import warnings, torch\n"
+        "from normlab.norms import build_norm, native\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    x = torch.randn(8, 16, dtype=torch.float64, requires_grad=True)\n"
+        "    y = build_norm('dyt', 16)(x); build_norm('adanorm', 16)(x)\n"
+        "ref = build_norm('dyt', 16, impl='reference')(x)\n"
+        "assert native.load() is None and (y - ref).abs().max() < 1e-12\n"
+        "msgs = [str(m.message) for m in w if 'native CPU norm kernels' in str(m.message)]\n"
+        "assert len(msgs) == 1, msgs\n"
+        "print(msgs[0])\n"
+    )
     env = {**os.environ, "NORMLAB_EXT_DIR": str(blocker / "sub"), "NORMLAB_NATIVE": "1"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stderr
     assert "tensor-op fast paths" in out.stdout
 

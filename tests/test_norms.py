@@ -4,6 +4,7 @@ Every expected value here is written out independently of normlab/norms/function
 change of the math there (eps placement, std estimator, detach) makes a test fail.
 Gradient tests (gradcheck, detached gradients, Theorem 1) live in test_norms_grad.py.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,6 +32,7 @@ H = 8  # hidden size: small, so that the unbiased/biased std factor sqrt(H/(H-1)
 
 # ---------------------------------------------------------------- independent reference math
 
+
 def ref_ln_simple(x, eps=1e-5, numerics="paper"):
     """(x - mu) / sigma written with explicit sums (not x.var / x.std)."""
     n = x.shape[-1]
@@ -43,7 +45,7 @@ def ref_ln_simple(x, eps=1e-5, numerics="paper"):
 
 def ref_rms(x, eps=1e-5, numerics="paper"):
     n = x.shape[-1]
-    ms = (x ** 2).sum(-1, keepdim=True) / n
+    ms = (x**2).sum(-1, keepdim=True) / n
     if numerics == "paper":
         return x / torch.sqrt(ms + eps)
     return x / (torch.sqrt(ms) + eps)
@@ -61,7 +63,7 @@ def randomize(module: nn.Module, seed: int = 0) -> nn.Module:
 def xin(*shape, seed=0, dtype=torch.float64):
     gen = torch.Generator().manual_seed(seed)
     # a non-zero mean and a per-token scale, so that centring and scaling both matter
-    return (torch.randn(*shape, generator=gen, dtype=dtype) * 2.0 + 0.7)
+    return torch.randn(*shape, generator=gen, dtype=dtype) * 2.0 + 0.7
 
 
 # ------------------------------------------------------------------------- 1. forward formulas
@@ -152,7 +154,7 @@ def test_scalenorm_forward():
     with torch.no_grad():
         m.g.fill_(1.7)
     x = xin(3, H)
-    norm = torch.sqrt((x ** 2).sum(-1, keepdim=True))
+    norm = torch.sqrt((x**2).sum(-1, keepdim=True))
     torch.testing.assert_close(m(x), 1.7 * x / norm, rtol=0, atol=1e-12)
 
 
@@ -175,6 +177,7 @@ def test_channels_first(name):
 
 
 # ----------------------------------------------------------- 5. parity with torch's own layers
+
 
 def test_layernorm_matches_torch():
     ours = randomize(build_norm("layernorm", H, eps=1e-5).double())
@@ -206,6 +209,7 @@ def _assert_same_forward_backward(ours, ref):
 
 # -------------------------------------------------------------------------- 6. build_norm errors
 
+
 def test_unknown_name_lists_valid_names():
     with pytest.raises(ValueError) as err:
         build_norm("groupnorm", H)
@@ -229,20 +233,38 @@ def test_bad_numerics_raises():
 
 # ------------------------------------------------------------------------- 7. convert_norms
 
+
 def tiny_transformer():
     torch.manual_seed(0)
-    return nn.Transformer(d_model=16, nhead=2, num_encoder_layers=2, num_decoder_layers=2,
-                          dim_feedforward=32, dropout=0.0, batch_first=True)
+    return nn.Transformer(
+        d_model=16,
+        nhead=2,
+        num_encoder_layers=2,
+        num_decoder_layers=2,
+        dim_feedforward=32,
+        dropout=0.0,
+        batch_first=True,
+    )
 
 
 N_LAYERNORMS = 2 * 2 + 1 + 2 * 3 + 1  # encoder layers, encoder final, decoder layers, decoder final
 
 
-@pytest.mark.parametrize("name,options", [
-    ("none", {}), ("layernorm", {"numerics": "official"}), ("layernorm_simple", {}),
-    ("detachnorm", {}), ("detach_var", {}), ("adanorm", {"C": 2.0}), ("rmsnorm", {}),
-    ("dyt", {}), ("scalenorm", {}), ("derf", {}),
-])
+@pytest.mark.parametrize(
+    "name,options",
+    [
+        ("none", {}),
+        ("layernorm", {"numerics": "official"}),
+        ("layernorm_simple", {}),
+        ("detachnorm", {}),
+        ("detach_var", {}),
+        ("adanorm", {"C": 2.0}),
+        ("rmsnorm", {}),
+        ("dyt", {}),
+        ("scalenorm", {}),
+        ("derf", {}),
+    ],
+)
 def test_convert_transformer_trains(name, options):
     model = tiny_transformer()
     assert sum(isinstance(m, nn.LayerNorm) for m in model.modules()) == N_LAYERNORMS
@@ -278,8 +300,13 @@ def test_convert_transformer_trains(name, options):
 
 
 def test_convert_keeps_dtype_and_channels_first():
-    model = nn.Sequential(nn.Conv2d(3, H, 1), build_norm("layernorm", H, channels_first=True),
-                          nn.Flatten(), nn.Linear(H * 4, 2), nn.LayerNorm(2)).double()
+    model = nn.Sequential(
+        nn.Conv2d(3, H, 1),
+        build_norm("layernorm", H, channels_first=True),
+        nn.Flatten(),
+        nn.Linear(H * 4, 2),
+        nn.LayerNorm(2),
+    ).double()
     convert_norms(model, "dyt")
     assert model[1].channels_first and not model[4].channels_first
     assert all(p.dtype == torch.float64 for p in model.parameters())
@@ -294,6 +321,7 @@ def test_convert_validates_before_touching_model():
 
 
 # --------------------------------------------------------------------------- 8. param_groups
+
 
 @pytest.mark.parametrize("name", list(NORMS))
 def test_param_groups_no_decay_on_vectors(name):
@@ -320,6 +348,7 @@ def test_param_groups_scalars_present():
 
 
 # ------------------------------------------------------------------------------ 9. GradProbe
+
 
 def _probe_model(name):
     torch.manual_seed(0)
@@ -353,7 +382,7 @@ def test_grad_probe_matches_hand(name):
             sig = (((hh - hh.sum(-1, keepdim=True) / H) ** 2).sum(-1) / H).sqrt()
             gi = h.grad.reshape(-1, H)
             vi = ((gi - gi.sum(-1, keepdim=True) / H) ** 2).sum(-1) / H
-            hand[-1]["in"].update(var_s2=(vi * sig ** 2).mean().item(), sigma=sig.mean().item())
+            hand[-1]["in"].update(var_s2=(vi * sig**2).mean().item(), sigma=sig.mean().item())
         got = probe.pop()
     for side in ("in", "out"):
         for stat in ("mean", "absmean", "var"):
@@ -365,7 +394,10 @@ def test_grad_probe_matches_hand(name):
         expect = (hand[0]["in"][stat] + hand[1]["in"][stat]) / 2
         assert got[f"grad/1/in_{stat}"] == pytest.approx(expect, rel=1e-9)
     ratio = got["grad/1/in_var_s2"] / got["grad/1/out_var"]
-    assert got["grad/1/ratio_s2"] == pytest.approx(ratio) and got["grad/all/ratio_s2"] == got["grad/1/ratio_s2"]
+    assert (
+        got["grad/1/ratio_s2"] == pytest.approx(ratio)
+        and got["grad/all/ratio_s2"] == got["grad/1/ratio_s2"]
+    )
     # Theorem 1 in the sigma^2-normalized ratio: DetachNorm passes Var = D_g / sigma^2 exactly (up to the
     # eps in its sigma), LN-simple's projection removes components, so strictly below 1 here.
     if name == "detachnorm":
@@ -396,6 +428,7 @@ def test_grad_stats_channels_first():
 
 # ---------------------------------------------------------------------- 10. configs/norm/*.yaml
 
+
 def test_norm_configs_match_registry():
     cfg_dir = REPO / "normlab" / "configs" / "norm"
     files = {p.stem: p for p in cfg_dir.glob("*.yaml")}
@@ -422,7 +455,7 @@ def test_grad_probe_sigma_ratio_channels_first(name):
     with GradProbe(model) as probe:
         x = xin(3, 2, 6, 6, seed=1)
         out = model(x)
-        (out * xin(*out.shape, seed=2)).sum().backward()   # an uncentred upstream gradient
+        (out * xin(*out.shape, seed=2)).sum().backward()  # an uncentred upstream gradient
         got = probe.pop()
     ratio = got["grad/1/ratio_s2"]
     assert ratio == pytest.approx(1.0, abs=1e-4) if name == "detachnorm" else ratio < 0.99

@@ -6,6 +6,7 @@
   quantities held constant;
 - Theorem 1 of Xu et al. (2019), docs papers.md section 1.1, with sigma = sqrt(var + eps).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -37,9 +38,15 @@ def input_grad(name, x, g, **options):
 # ------------------------------------------------------------------------------- 2. gradcheck
 
 TRUE_GRADIENT = [
-    ("none", {}), ("layernorm", {}), ("layernorm", {"numerics": "official"}),
-    ("layernorm_simple", {}), ("layernorm_simple", {"numerics": "official"}),
-    ("rmsnorm", {}), ("rmsnorm", {"numerics": "official"}), ("dyt", {}), ("derf", {}),
+    ("none", {}),
+    ("layernorm", {}),
+    ("layernorm", {"numerics": "official"}),
+    ("layernorm_simple", {}),
+    ("layernorm_simple", {"numerics": "official"}),
+    ("rmsnorm", {}),
+    ("rmsnorm", {"numerics": "official"}),
+    ("dyt", {}),
+    ("derf", {}),
     ("scalenorm", {}),
 ]
 
@@ -49,8 +56,10 @@ def test_gradcheck(name, options):
     module = build_norm(name, H, **options).double()
     names = [n for n, _ in module.named_parameters()]
     gen = torch.Generator().manual_seed(0)
-    params = [(p.detach() + 0.3 * torch.randn(p.shape, generator=gen, dtype=p.dtype)).requires_grad_()
-              for p in module.parameters()]
+    params = [
+        (p.detach() + 0.3 * torch.randn(p.shape, generator=gen, dtype=p.dtype)).requires_grad_()
+        for p in module.parameters()
+    ]
 
     # parameters become inputs too, so their gradients are checked along with the input's
     def f(x, *ps):
@@ -64,12 +73,14 @@ def test_gradcheck(name, options):
 def test_detached_variants_fail_gradcheck(name):
     # their backward deliberately is not the derivative of their forward
     x = xin(3, H).requires_grad_()
-    ok = torch.autograd.gradcheck(build_norm(name, H), (x,), eps=1e-6, atol=1e-6, rtol=1e-5,
-                                  raise_exception=False)
+    ok = torch.autograd.gradcheck(
+        build_norm(name, H), (x,), eps=1e-6, atol=1e-6, rtol=1e-5, raise_exception=False
+    )
     assert not ok
 
 
 # --------------------------------------------------------------- 3. analytic detached gradients
+
 
 def stats(x, numerics):
     """mu, sigma and d sigma / d x_i (with mu live) for both numerics, written out by hand."""
@@ -77,10 +88,10 @@ def stats(x, numerics):
     mu = x.sum(-1, keepdim=True) / n
     d = x - mu
     if numerics == "paper":  # sigma = sqrt(var + eps), var biased
-        sigma = torch.sqrt((d ** 2).sum(-1, keepdim=True) / n + EPS)
+        sigma = torch.sqrt((d**2).sum(-1, keepdim=True) / n + EPS)
         dsigma = d / (n * sigma)
     else:  # sigma = std_unbiased + eps
-        std = torch.sqrt((d ** 2).sum(-1, keepdim=True) / (n - 1))
+        std = torch.sqrt((d**2).sum(-1, keepdim=True) / (n - 1))
         sigma = std + EPS
         dsigma = d / ((n - 1) * std)
     return mu, sigma, dsigma
@@ -153,6 +164,7 @@ def test_adanorm_input_grad(C, k, numerics):
 
 # ------------------------------------------------------------------------------ 4. Theorem 1
 
+
 def theorem_setup():
     x, g = xin(16, H, seed=3), upstream(16, H, seed=4)
     mu = x.mean(-1, keepdim=True)
@@ -171,8 +183,8 @@ def test_theorem1_ln_simple():
     x, g, sigma, g_mean, d_g = theorem_setup()
     m, v = mean_var(input_grad("layernorm_simple", x, g))
     assert m.abs().max() < 1e-12  # re-centring: zero mean per token
-    assert (v <= d_g / sigma ** 2 * (1 + 1e-12)).all()  # re-scaling: never larger ...
-    assert (v < 0.99 * d_g / sigma ** 2).any()  # ... and actually smaller for some token
+    assert (v <= d_g / sigma**2 * (1 + 1e-12)).all()  # re-scaling: never larger ...
+    assert (v < 0.99 * d_g / sigma**2).any()  # ... and actually smaller for some token
     assert (g_mean.abs() > 1e-2).all()  # the claim is not vacuous: upstream means are non-zero
 
 
@@ -180,14 +192,14 @@ def test_theorem1_detach_var():
     x, g, sigma, _, d_g = theorem_setup()
     m, v = mean_var(input_grad("detach_var", x, g))
     assert m.abs().max() < 1e-12
-    torch.testing.assert_close(v, d_g / sigma ** 2, rtol=1e-10, atol=0)
+    torch.testing.assert_close(v, d_g / sigma**2, rtol=1e-10, atol=0)
 
 
 def test_theorem1_detach_mean():
     x, g, sigma, g_mean, d_g = theorem_setup()
     m, v = mean_var(input_grad("detach_mean", x, g))
     torch.testing.assert_close(m, g_mean / sigma, rtol=1e-10, atol=0)
-    assert (v <= d_g / sigma ** 2 * (1 + 1e-12)).all()
+    assert (v <= d_g / sigma**2 * (1 + 1e-12)).all()
 
 
 def test_theorem1_detachnorm():
@@ -196,4 +208,4 @@ def test_theorem1_detachnorm():
     assert_exact(dx, g / sigma[:, None])
     m, v = mean_var(dx)
     torch.testing.assert_close(m, g_mean / sigma, rtol=1e-10, atol=0)
-    torch.testing.assert_close(v, d_g / sigma ** 2, rtol=1e-10, atol=0)
+    torch.testing.assert_close(v, d_g / sigma**2, rtol=1e-10, atol=0)

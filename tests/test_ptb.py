@@ -3,6 +3,7 @@
 Counts are read from the real NLTK sample in ../shared/data/ptb (tests skip without it); the
 format and oracle edge cases use small files written here.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,12 +26,15 @@ MRG = "ptb/corpora/treebank/combined"
 def sample():
     """{"dp"|"mrg": {file stem: [Sentence]}, "conll": [Sentence]} of the real NLTK sample."""
     from conftest import data_root
+
     root = data_root()
     if not (root / "ptb").is_dir():
         pytest.skip(f"real data not found at {root / 'ptb'}")
-    return {"dp": {p.stem: ptb.read_malt_tab(p) for p in sorted((root / DP).glob("*.dp"))},
-            "mrg": {p.stem: ptb.read_mrg(p) for p in sorted((root / MRG).glob("*.mrg"))},
-            "conll": ptb.read_conll(root / "ptb" / "derived" / "nltk_dependency_treebank.conllx")}
+    return {
+        "dp": {p.stem: ptb.read_malt_tab(p) for p in sorted((root / DP).glob("*.dp"))},
+        "mrg": {p.stem: ptb.read_mrg(p) for p in sorted((root / MRG).glob("*.mrg"))},
+        "conll": ptb.read_conll(root / "ptb" / "derived" / "nltk_dependency_treebank.conllx"),
+    }
 
 
 def flat(by_file):
@@ -38,6 +42,7 @@ def flat(by_file):
 
 
 # ---------------------------------------------------------------- real files
+
 
 def test_real_counts_dp_mrg_conll(sample):
     for fmt in ("dp", "mrg"):
@@ -56,7 +61,7 @@ def test_mrg_trees_become_single_root_projective_trees_close_to_dp(sample):
     for a, b in zip(flat(sample["dp"]), flat(sample["mrg"])):
         assert b.words == a.words and b.tags == a.tags
         assert b.heads.count(0) == 1 and is_projective(b.heads)
-        ptb.check_heads(b.heads, "x", [1] * len(b.heads))      # no cycle, heads in range
+        ptb.check_heads(b.heads, "x", [1] * len(b.heads))  # no cycle, heads in range
         agree += sum(x == y for x, y in zip(a.heads, b.heads))
         total += len(a.heads)
     # Collins heads vs the NLTK .dp conversion: they differ by convention on to-infinitives,
@@ -71,7 +76,10 @@ def test_split_by_file_on_the_sample(sample, data_dir):
     assert "wsj_0001-0159" in note
     fake = [Path(f"wsj_{s:02d}{i:02d}.mrg") for s in range(25) for i in (0, 1)]
     wsj, note = ptb.split_by_file(fake)  # sections 02, 22, 23 present -> the standard split
-    assert len(wsj["train"]) == 40 and [p.name for p in wsj["test"]] == ["wsj_2300.mrg", "wsj_2301.mrg"]
+    assert len(wsj["train"]) == 40 and [p.name for p in wsj["test"]] == [
+        "wsj_2300.mrg",
+        "wsj_2301.mrg",
+    ]
     assert "02-21" in note
 
 
@@ -88,39 +96,55 @@ def test_oracle_reproduces_every_gold_tree(sample):
 
 # ---------------------------------------------------------------- conversion and formats
 
+
 def test_mrg_conversion_of_a_small_tree(tmp_path):
     f = tmp_path / "wsj_0001.mrg"
-    f.write_text("( (S (NP-SBJ-1 (NNP John) ) (VP (VBD saw) (NP (NP (DT the) (NN dog) ) (CC and) "
-                 "(NP (PRP her) ) ) (S (NP-SBJ (-NONE- *-1) ) ) ) (. .) ) )\n")
+    f.write_text(
+        "( (S (NP-SBJ-1 (NNP John) ) (VP (VBD saw) (NP (NP (DT the) (NN dog) ) (CC and) "
+        "(NP (PRP her) ) ) (S (NP-SBJ (-NONE- *-1) ) ) ) (. .) ) )\n"
+    )
     (s,) = ptb.read_mrg(f)
     assert s.words == ["John", "saw", "the", "dog", "and", "her", "."]
     # saw = root; John/./dog -> saw; the -> dog; coordination "dog and her" headed by dog.
     assert s.heads == [2, 0, 4, 2, 4, 4, 2]
     assert ptb.head_child("PP", ["IN", "NP"]) == 0 and ptb.head_child("NP", ["NP", "POS"]) == 1
-    assert ptb.head_child("NP", ["NNS", "CC", "NNS"]) == 0   # Collins' coordination rule
-    assert ptb.head_child("VP", ["TO", "VP"]) == 0           # Collins: "to" heads an infinitive VP
+    assert ptb.head_child("NP", ["NNS", "CC", "NNS"]) == 0  # Collins' coordination rule
+    assert ptb.head_child("VP", ["TO", "VP"]) == 0  # Collins: "to" heads an infinitive VP
 
 
 def test_conllu_comments_multiword_tokens_and_labels(tmp_path):
     f = tmp_path / "x.conllu"
-    f.write_text("# sent_id = 1\n1-2\tdon't\t_\t_\t_\t_\t_\t_\t_\t_\n1\tdo\t_\tAUX\tVBP\t_\t3\taux\t_\t_\n"
-                 "2\tn't\t_\tPART\tRB\t_\t3\tadvmod\t_\t_\n3\tgo\t_\tVERB\tVB\t_\t0\troot\t_\t_\n"
-                 "3.1\tgo\t_\tVERB\t_\t_\t_\t_\t_\t_\n4\t!\t_\tPUNCT\t_\t_\t3\tpunct\t_\t_\n")
+    f.write_text(
+        "# sent_id = 1\n1-2\tdon't\t_\t_\t_\t_\t_\t_\t_\t_\n1\tdo\t_\tAUX\tVBP\t_\t3\taux\t_\t_\n"
+        "2\tn't\t_\tPART\tRB\t_\t3\tadvmod\t_\t_\n3\tgo\t_\tVERB\tVB\t_\t0\troot\t_\t_\n"
+        "3.1\tgo\t_\tVERB\t_\t_\t_\t_\t_\t_\n4\t!\t_\tPUNCT\t_\t_\t3\tpunct\t_\t_\n"
+    )
     (s,) = ptb.read_conll(f)
     assert s.words == ["do", "n't", "go", "!"] and s.tags == ["VBP", "RB", "VB", "PUNCT"]
     assert s.heads == [3, 3, 0, 3] and s.labels == ["aux", "advmod", "root", "punct"]
 
 
-CONLL_A = "1\ta\t_\tDT\tDT\t_\t2\t_\t_\t_\n"   # a CoNLL-X token line: "a", head 2
+CONLL_A = "1\ta\t_\tDT\tDT\t_\t2\t_\t_\t_\n"  # a CoNLL-X token line: "a", head 2
 
 
-@pytest.mark.parametrize("reader,text,match", [
-    (ptb.read_conll, CONLL_A + "2\tb\t_\tNN\tNN\t_\t5\t_\t_\t_\n", r"bad\.txt:2: .*head 5.*0\.\.2"),
-    (ptb.read_conll, CONLL_A + "2\tb\t_\tNN\tNN\t_\t1\t_\t_\t_\n", r"bad\.txt:1: .*no root"),
-    (ptb.read_malt_tab, "a\tDT\t0\nb\tNN\t3\nc\tNN\t2\n", r"bad\.txt:2: token 2 lies on a head cycle"),
-    (ptb.read_malt_tab, "a\tDT\t0\nb\tNN\tx\n", r"bad\.txt:2: head column is 'x'"),
-    (ptb.read_conll, "1\ta\t_\tDT\n", r"bad\.txt:1: 4 columns"),
-])
+@pytest.mark.parametrize(
+    "reader,text,match",
+    [
+        (
+            ptb.read_conll,
+            CONLL_A + "2\tb\t_\tNN\tNN\t_\t5\t_\t_\t_\n",
+            r"bad\.txt:2: .*head 5.*0\.\.2",
+        ),
+        (ptb.read_conll, CONLL_A + "2\tb\t_\tNN\tNN\t_\t1\t_\t_\t_\n", r"bad\.txt:1: .*no root"),
+        (
+            ptb.read_malt_tab,
+            "a\tDT\t0\nb\tNN\t3\nc\tNN\t2\n",
+            r"bad\.txt:2: token 2 lies on a head cycle",
+        ),
+        (ptb.read_malt_tab, "a\tDT\t0\nb\tNN\tx\n", r"bad\.txt:2: head column is 'x'"),
+        (ptb.read_conll, "1\ta\t_\tDT\n", r"bad\.txt:1: 4 columns"),
+    ],
+)
 def test_bad_heads_raise_data_error_naming_file_and_line(tmp_path, reader, text, match):
     f = tmp_path / "bad.txt"
     f.write_text(text)
@@ -129,9 +153,9 @@ def test_bad_heads_raise_data_error_naming_file_and_line(tmp_path, reader, text,
 
 
 def test_non_projective_and_multi_root_trees_have_no_oracle():
-    crossing = [3, 4, 0, 3]          # arcs 1<-3 and 2<-4 cross
+    crossing = [3, 4, 0, 3]  # arcs 1<-3 and 2<-4 cross
     assert not is_projective(crossing) and oracle(crossing, [0] * 4, 1) is None
-    assert oracle([0, 0], [0, 0], 1) is None      # two roots: ROOT takes one dependent
+    assert oracle([0, 0], [0, 0], 1) is None  # two roots: ROOT takes one dependent
     feats, seq = oracle_examples([1, 5, 6, 0], [1, 7, 8, 0], [2, 0], [0, 0], 1, False)
     # SHIFT, SHIFT, LEFT, RIGHT; the first configuration sees ROOT on the stack and both words.
     assert seq == [0, 0, 1, 2] and feats[0][:6] == [1, 0, 0, 5, 6, 0] and len(feats[0]) == 36
@@ -139,28 +163,56 @@ def test_non_projective_and_multi_root_trees_have_no_oracle():
 
 # ---------------------------------------------------------------- the task
 
+
 def labeled_conll(tmp_path: Path) -> Path:
     """Three small labeled CoNLL-X splits; train holds one non-projective sentence."""
-    sents = [[("the", "DT", 2, "det"), ("cat", "NN", 3, "nsubj"), ("sat", "VBD", 0, "root"), (".", ".", 3, "punct")],
-             [("dogs", "NNS", 2, "nsubj"), ("bark", "VBP", 0, "root"), ("loudly", "RB", 2, "advmod")]]
-    nonproj = [("a", "DT", 3, "det"), ("b", "NN", 4, "dep"), ("c", "VB", 0, "root"), ("d", "RB", 3, "advmod")]
+    sents = [
+        [
+            ("the", "DT", 2, "det"),
+            ("cat", "NN", 3, "nsubj"),
+            ("sat", "VBD", 0, "root"),
+            (".", ".", 3, "punct"),
+        ],
+        [("dogs", "NNS", 2, "nsubj"), ("bark", "VBP", 0, "root"), ("loudly", "RB", 2, "advmod")],
+    ]
+    nonproj = [
+        ("a", "DT", 3, "det"),
+        ("b", "NN", 4, "dep"),
+        ("c", "VB", 0, "root"),
+        ("d", "RB", 3, "advmod"),
+    ]
     root = tmp_path / "data" / "ptb"
     root.mkdir(parents=True)
     for split, rows in (("train", sents * 20 + [nonproj]), ("valid", sents), ("test", sents)):
-        text = "".join("".join(f"{i}\t{w}\t_\t{t}\t{t}\t_\t{h}\t{lb}\t_\t_\n" for i, (w, t, h, lb) in
-                               enumerate(s, 1)) + "\n" for s in rows)
+        text = "".join(
+            "".join(
+                f"{i}\t{w}\t_\t{t}\t{t}\t_\t{h}\t{lb}\t_\t_\n"
+                for i, (w, t, h, lb) in enumerate(s, 1)
+            )
+            + "\n"
+            for s in rows
+        )
         (root / f"{split}.conllx").write_text(text)
     return tmp_path / "data"
 
 
 def test_labeled_conll_task_reports_las_and_skips_non_projective(tmp_path):
     files = [f"task.data.conll_files.{s}={s}.conllx" for s in ("train", "valid", "test")]
-    summary, run_dir = run_job(["task=ptb", "scale=smoke", "threads=1", "task.data.format=conll", *files], tmp_path,
-                               data_dir=labeled_conll(tmp_path))
+    summary, run_dir = run_job(
+        ["task=ptb", "scale=smoke", "threads=1", "task.data.format=conll", *files],
+        tmp_path,
+        data_dir=labeled_conll(tmp_path),
+    )
     assert summary["status"] == "completed", summary.get("error")
-    assert summary["data"]["labeled"] and summary["data"]["oracle_skipped"] == {"train": 1, "valid": 0, "test": 0}
+    assert summary["data"]["labeled"] and summary["data"]["oracle_skipped"] == {
+        "train": 1,
+        "valid": 0,
+        "test": 0,
+    }
     assert summary["data"]["sizes"] == {"train": 41, "valid": 2, "test": 2}
-    assert {"loss", "uas", "las"} <= set(summary["test"]) and summary["test"]["las"] <= summary["test"]["uas"]
+    assert {"loss", "uas", "las"} <= set(summary["test"]) and summary["test"]["las"] <= summary[
+        "test"
+    ]["uas"]
     pred = (run_dir / "test_predictions.conllx").read_text().strip().split("\n\n")
     assert len(pred) == 2 and all(len(block.splitlines()) in (3, 4) for block in pred)
 
@@ -183,12 +235,15 @@ def test_gold_oracle_parse_scores_100_and_trivial_baseline_scores_low(tmp_path, 
 
     from helpers import TEST_CACHE
     from normlab.tasks.parsing import PTBParsingTask
+
     cfg = OmegaConf.load(Path(__file__).parents[1] / "normlab" / "configs" / "task" / "ptb.yaml")
     task = PTBParsingTask(cfg, data_dir / "ptb", TEST_CACHE)
     task.setup()
     assert task.data_info["sizes"] == {"train": 3396, "valid": 273, "test": 245}
     assert task.data_info["tokens"] == {"train": 81_793, "valid": 6327, "test": 5964}
-    assert task.splits["train"]["trans"].numel() == 2 * 81_793   # every tree reachable: 2n transitions
+    assert (
+        task.splits["train"]["trans"].numel() == 2 * 81_793
+    )  # every tree reachable: 2n transitions
     for split in ("valid", "test"):
         assert task.attachment_scores(split, gold_configs(task, split)) == {"uas": 100.0}
     # Every word attached to its right neighbour (last word to ROOT): the baseline a parser must beat.
@@ -198,9 +253,11 @@ def test_gold_oracle_parse_scores_100_and_trivial_baseline_scores_low(tmp_path, 
     assert task.attachment_scores("test", chain)["uas"] < 40.0
     # The report's right-neighbour baseline is the same number, computed from the gold arrays alone.
     from normlab.report.baselines import right_neighbour_uas
+
     sp = task.splits["test"]
     assert right_neighbour_uas(sp["heads"], sp["offsets"], sp["punct"]) == pytest.approx(
-        task.attachment_scores("test", chain)["uas"], abs=1e-12)
+        task.attachment_scores("test", chain)["uas"], abs=1e-12
+    )
     # A random model still parses every sentence into a single-root tree.
     model = task.build_model(norm_factory("layernorm"))
     parses = task._parse(model.eval(), "valid")
@@ -212,6 +269,7 @@ def test_train_batches_are_a_function_of_epoch_and_seed(tmp_path, data_dir):
 
     from helpers import TEST_CACHE
     from normlab.tasks.parsing import PTBParsingTask
+
     cfg = OmegaConf.load(Path(__file__).parents[1] / "normlab" / "configs" / "task" / "ptb.yaml")
     cfg.data.limit = {"train": 100, "valid": 10, "test": 10}
     task = PTBParsingTask(cfg, data_dir / "ptb", TEST_CACHE)
@@ -224,7 +282,9 @@ def test_train_batches_are_a_function_of_epoch_and_seed(tmp_path, data_dir):
 
 @pytest.mark.parametrize("norm", list(NORMS))
 def test_smoke_run_per_norm_writes_curves_and_summary(tmp_path, data_dir, norm):
-    summary, run_dir = run_job(["task=ptb", f"norm={norm}", "scale=smoke", "threads=1"], tmp_path, data_dir=data_dir)
+    summary, run_dir = run_job(
+        ["task=ptb", f"norm={norm}", "scale=smoke", "threads=1"], tmp_path, data_dir=data_dir
+    )
     assert summary["status"] == "completed", summary.get("error")
     curves = [json.loads(x) for x in (run_dir / "curves.jsonl").read_text().splitlines()]
     assert {r["split"] for r in curves} == {"train", "valid", "test"}
@@ -236,17 +296,26 @@ def test_smoke_run_per_norm_writes_curves_and_summary(tmp_path, data_dir, norm):
 
 
 def test_mrg_format_runs_through_the_task(tmp_path, data_dir):
-    summary, _ = run_job(["task=ptb", "scale=smoke", "threads=1", "task.data.format=mrg"], tmp_path,
-                         data_dir=data_dir)
+    summary, _ = run_job(
+        ["task=ptb", "scale=smoke", "threads=1", "task.data.format=mrg"],
+        tmp_path,
+        data_dir=data_dir,
+    )
     assert summary["status"] == "completed", summary.get("error")
-    assert summary["data"]["format"] == "mrg" and summary["data"]["tokens"]["train"] == 4783  # = the .dp smoke subset
+    assert (
+        summary["data"]["format"] == "mrg" and summary["data"]["tokens"]["train"] == 4783
+    )  # = the .dp smoke subset
 
 
 def test_bad_head_in_task_data_stops_the_run_before_writing(tmp_path):
     data = labeled_conll(tmp_path)
     bad = data / "ptb" / "valid.conllx"
-    bad.write_text(bad.read_text().replace("3\tsat\t_\tVBD\tVBD\t_\t0", "3\tsat\t_\tVBD\tVBD\t_\t9", 1))
+    bad.write_text(
+        bad.read_text().replace("3\tsat\t_\tVBD\tVBD\t_\t0", "3\tsat\t_\tVBD\tVBD\t_\t9", 1)
+    )
     files = [f"task.data.conll_files.{s}={s}.conllx" for s in ("train", "valid", "test")]
     with pytest.raises(DataError, match=r"valid\.conllx:3: token 3 has head 9"):
-        run_job(["task=ptb", "scale=smoke", "task.data.format=conll", *files], tmp_path, data_dir=data)
+        run_job(
+            ["task=ptb", "scale=smoke", "task.data.format=conll", *files], tmp_path, data_dir=data
+        )
     assert not (tmp_path / "runs" / "job").exists()

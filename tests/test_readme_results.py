@@ -1,5 +1,6 @@
 """The README's results section is generated from the committed tables: it must equal what
 scripts/readme_results.py writes from them, and changing any number in a table must show."""
+
 import shutil
 import subprocess
 import sys
@@ -13,7 +14,11 @@ HAS_RESULTS = (REPO / "results" / "mini" / "summary.csv").exists()
 
 
 def check(root: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), "--check", "--root", str(root)], capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), "--check", "--root", str(root)],
+        capture_output=True,
+        text=True,
+    )
 
 
 @pytest.mark.skipif(not HAS_RESULTS, reason="no committed results/mini tables")
@@ -44,6 +49,6 @@ def test_a_number_changed_in_a_table_makes_the_readme_stale(tmp_path):
     summary.write_text(text)
     rows = overfit.read_text().splitlines()
     i = next(i for i, r in enumerate(rows) if r.startswith("iwslt14_de_en,LayerNorm,"))
-    rows[i] = rows[i].replace("%", "0%", 1)           # LayerNorm's valid-loss rise, ten times larger
+    rows[i] = rows[i].replace("%", "0%", 1)  # LayerNorm's valid-loss rise, ten times larger
     overfit.write_text("\n".join(rows) + "\n")
     assert check(tmp_path).returncode == 1

@@ -3,6 +3,7 @@
 The run dirs follow the run-directory contract exactly (config.yaml, summary.json, curves.jsonl),
 with chosen values, so every number in the tables can be asserted exactly.
 """
+
 import csv
 import json
 import math
@@ -23,19 +24,56 @@ from normlab.report.tables import latex_escape
 RT_NOTE = "RT has no official split: seeded 80/10/10 split (split_seed=0)"
 
 
-def make_run(root, task, norm, seed, value=None, status="completed", metric="acc", hib=True, curves=(),
-             options=None, lr=1e-3, subset=RT_NOTE, summary=True):
+def make_run(
+    root,
+    task,
+    norm,
+    seed,
+    value=None,
+    status="completed",
+    metric="acc",
+    hib=True,
+    curves=(),
+    options=None,
+    lr=1e-3,
+    subset=RT_NOTE,
+    summary=True,
+):
     d = root / task / norm / f"seed{seed}"
     d.mkdir(parents=True)
     options = {"eps": 1e-5} if options is None else options
-    cfg = {"task": {"name": task, "train": {"lr": lr}}, "norm": {"name": norm, "options": options},
-           "scale": "mini", "seed": seed, "name": "t", "paths": {"root": str(root)}, "threads": 1}
+    cfg = {
+        "task": {"name": task, "train": {"lr": lr}},
+        "norm": {"name": norm, "options": options},
+        "scale": "mini",
+        "seed": seed,
+        "name": "t",
+        "paths": {"root": str(root)},
+        "threads": 1,
+    }
     (d / "config.yaml").write_text(yaml.safe_dump(cfg))
     if summary:
-        s = {"status": status, "task": task, "norm": norm, "norm_options": options, "seed": seed, "scale": "mini",
-             "metric": metric, "higher_is_better": hib, "test": {metric: value} if value is not None else {},
-             "valid": {}, "data": {"source": "real", "subset": subset, "sizes": {"train": 10, "valid": 2, "test": 3}},
-             "steps": 100, "wall_time_s": 60.0, "params": 1000, "throughput": {"examples_per_s": 50.0}}
+        s = {
+            "status": status,
+            "task": task,
+            "norm": norm,
+            "norm_options": options,
+            "seed": seed,
+            "scale": "mini",
+            "metric": metric,
+            "higher_is_better": hib,
+            "test": {metric: value} if value is not None else {},
+            "valid": {},
+            "data": {
+                "source": "real",
+                "subset": subset,
+                "sizes": {"train": 10, "valid": 2, "test": 3},
+            },
+            "steps": 100,
+            "wall_time_s": 60.0,
+            "params": 1000,
+            "throughput": {"examples_per_s": 50.0},
+        }
         (d / "summary.json").write_text(json.dumps(s))
     (d / "curves.jsonl").write_text("".join(json.dumps(r) + "\n" for r in curves))
     return d
@@ -57,7 +95,7 @@ def test_cell_is_mean_sample_std_n_and_diverged_count(tmp_path):
         make_run(tmp_path, "rt", "none", seed, status="diverged")
     make_run(tmp_path, "rt", "layernorm_simple", 1, 71.0)
     make_run(tmp_path, "rt", "layernorm_simple", 2, status="failed")
-    make_run(tmp_path, "rt", "layernorm_simple", 3, summary=False)       # killed before its summary
+    make_run(tmp_path, "rt", "layernorm_simple", 3, summary=False)  # killed before its summary
     t = norm_table(grid_of(tmp_path), "table1", *TABLES["table1"])
     assert t.header == ["norm", "rt acc↑", "rt (paper)"]
     assert row(t, "LayerNorm") == ["LayerNorm", "72.00 ± 2.00 (3); Diverge (1/4)", "77.21"]
@@ -71,15 +109,31 @@ def test_cell_is_mean_sample_std_n_and_diverged_count(tmp_path):
 
 def test_published_improvements_equal_the_posters_printed_rows():
     # Table 2 of the poster (papers.md §1.4), "Improvement" rows as printed
-    top = {"iwslt14_de_en": -0.1, "iwslt15_en_vi": -0.7, "enwik8": -0.08, "rt": -0.45, "sst5": 1.49,
-           "mnist": -0.04, "ptb": 1.48}
-    bottom = {"iwslt14_de_en": 1.6, "iwslt15_en_vi": 3.9, "enwik8": 0.05, "rt": 0.26, "sst5": 0.50,
-              "mnist": -0.01, "ptb": -0.60}
+    top = {
+        "iwslt14_de_en": -0.1,
+        "iwslt15_en_vi": -0.7,
+        "enwik8": -0.08,
+        "rt": -0.45,
+        "sst5": 1.49,
+        "mnist": -0.04,
+        "ptb": 1.48,
+    }
+    bottom = {
+        "iwslt14_de_en": 1.6,
+        "iwslt15_en_vi": 3.9,
+        "enwik8": 0.05,
+        "rt": 0.26,
+        "sst5": 0.50,
+        "mnist": -0.01,
+        "ptb": -0.60,
+    }
     for task, v in top.items():
         assert P.published_improvement(task, "detachnorm", "none") == v, task
     for task, v in bottom.items():
         assert P.published_improvement(task, "layernorm_simple", "detachnorm") == v, task
-    assert P.published_improvement("wmt14_en_de", "layernorm_simple", "detachnorm") is None  # Diverge
+    assert (
+        P.published_improvement("wmt14_en_de", "layernorm_simple", "detachnorm") is None
+    )  # Diverge
     assert P.published_text("wmt14_en_de", "none") == "Diverge"
     assert P.published_text("rt", "adanorm") == "77.50" and P.published_text("rt", "rmsnorm") == "–"
     assert not P.has_published("sst2") and not P.has_published("imdb")
@@ -88,14 +142,23 @@ def test_published_improvements_equal_the_posters_printed_rows():
 def test_table2_improvement_rows_flip_sign_for_bpc(tmp_path):
     for seed in (1, 2):
         make_run(tmp_path, "enwik8", "none", seed, 1.10, metric="bpc", hib=False)
-        make_run(tmp_path, "enwik8", "detachnorm", seed, 1.20 + 0.01 * seed, metric="bpc", hib=False)
+        make_run(
+            tmp_path, "enwik8", "detachnorm", seed, 1.20 + 0.01 * seed, metric="bpc", hib=False
+        )
         make_run(tmp_path, "enwik8", "layernorm_simple", seed, 1.05, metric="bpc", hib=False)
     t = norm_table(grid_of(tmp_path), "table2", *TABLES["table2"])
     labels = [r[0] for r in t.rows]
-    assert labels == ["w/o Norm", "DetachNorm", "Improvement (DetachNorm − w/o Norm)", "LayerNorm-simple",
-                      "Improvement (LayerNorm-simple − DetachNorm)", "Detach mean only", "Detach variance only"]
+    assert labels == [
+        "w/o Norm",
+        "DetachNorm",
+        "Improvement (DetachNorm − w/o Norm)",
+        "LayerNorm-simple",
+        "Improvement (LayerNorm-simple − DetachNorm)",
+        "Detach mean only",
+        "Detach variance only",
+    ]
     assert t.header == ["norm", "enwik8 bpc↓", "enwik8 (paper)"]
-    assert row(t, "Improvement (DetachNorm − w/o Norm)")[1:] == ["-0.115", "-0.08"]      # 1.10 - 1.215
+    assert row(t, "Improvement (DetachNorm − w/o Norm)")[1:] == ["-0.115", "-0.08"]  # 1.10 - 1.215
     assert row(t, "Improvement (LayerNorm-simple − DetachNorm)")[1:] == ["+0.165", "+0.05"]
     assert row(t, "Detach mean only")[1:] == ["–", "–"]
 
@@ -106,14 +169,25 @@ def test_option_sets_become_separate_rows_and_mixed_configs_are_flagged(tmp_path
     make_run(tmp_path, "rt", "layernorm", 1, 70.0, lr=1e-3)
     make_run(tmp_path, "rt", "layernorm", 2, 72.0, lr=5e-4)
     t = norm_table(grid_of(tmp_path), "table3", *TABLES["table3"])
-    assert [r[0] for r in t.rows] == ["w/o Norm", "LayerNorm", "LayerNorm-simple", "AdaNorm (C=1.0)", "AdaNorm (C=2.0)"]
+    assert [r[0] for r in t.rows] == [
+        "w/o Norm",
+        "LayerNorm",
+        "LayerNorm-simple",
+        "AdaNorm (C=1.0)",
+        "AdaNorm (C=2.0)",
+    ]
     assert row(t, "LayerNorm")[1] == "71.00 ± 1.41 (2) †"
     assert "† the cell's runs differ in config beyond the seed." in t.full_caption
 
 
 def test_export_drops_per_layer_probe_keys_and_keeps_tables_identical(tmp_path):
-    rec = {"step": 5, "split": "train", "loss": 0.123456789012, "grad/all/in_var": 1.23456789e-9,
-           "grad/encoder.layers.0.final_layer_norm/in_var": 3.0}
+    rec = {
+        "step": 5,
+        "split": "train",
+        "loss": 0.123456789012,
+        "grad/all/in_var": 1.23456789e-9,
+        "grad/encoder.layers.0.final_layer_norm/in_var": 3.0,
+    }
     src = make_run(tmp_path / "src", "rt", "layernorm", 1, 70.123456789, curves=[rec])
     (run,) = find_runs([src])
     copy = tmp_path / "copy" / "rt" / "layernorm" / "seed1"
@@ -121,7 +195,12 @@ def test_export_drops_per_layer_probe_keys_and_keeps_tables_identical(tmp_path):
     assert (copy / "summary.json").read_bytes() == (src / "summary.json").read_bytes()
     assert (copy / "config.yaml").read_bytes() == (src / "config.yaml").read_bytes()
     (line,) = (copy / "curves.jsonl").read_text().splitlines()
-    assert json.loads(line) == {"step": 5, "split": "train", "loss": 0.1234568, "grad/all/in_var": 1.234568e-9}
+    assert json.loads(line) == {
+        "step": 5,
+        "split": "train",
+        "loss": 0.1234568,
+        "grad/all/in_var": 1.234568e-9,
+    }
     a = write_report(find_runs([tmp_path / "src"]), tmp_path / "a", figures=False)
     b = write_report(find_runs([tmp_path / "copy"]), tmp_path / "b", figures=False)
     for p in a["tables"]:
@@ -131,35 +210,60 @@ def test_export_drops_per_layer_probe_keys_and_keeps_tables_identical(tmp_path):
 
 def test_grad_stats_table_from_probe_records(tmp_path):
     def probe(step, m_in, v_in):
-        return {"step": step, "split": "train", "loss": 1.0, "grad/all/in_absmean": m_in,
-                "grad/all/out_absmean": 2.0, "grad/all/in_var": v_in, "grad/all/out_var": 4.0}
-    make_run(tmp_path, "rt", "detachnorm", 1, 70.0, curves=[probe(10, 1.0, 4.0), probe(20, 3.0, 8.0)])
+        return {
+            "step": step,
+            "split": "train",
+            "loss": 1.0,
+            "grad/all/in_absmean": m_in,
+            "grad/all/out_absmean": 2.0,
+            "grad/all/in_var": v_in,
+            "grad/all/out_var": 4.0,
+        }
+
+    make_run(
+        tmp_path, "rt", "detachnorm", 1, 70.0, curves=[probe(10, 1.0, 4.0), probe(20, 3.0, 8.0)]
+    )
     # LN-simple's probe logged σ (the σ²-normalized ratio); DetachNorm's predates it.
-    make_run(tmp_path, "rt", "layernorm_simple", 1, 70.0, curves=[{**probe(10, 0.0, 2.0), "grad/all/ratio_s2": 0.75}])
+    make_run(
+        tmp_path,
+        "rt",
+        "layernorm_simple",
+        1,
+        70.0,
+        curves=[{**probe(10, 0.0, 2.0), "grad/all/ratio_s2": 0.75}],
+    )
     out = write_report(find_runs([tmp_path]), tmp_path / "out", figures=False)
     text = (tmp_path / "out" / "grad_stats.md").read_text()
-    assert "| DetachNorm | 1 | 1.5 | not recorded |" in text            # medians of (0.5, 1.5) and (1, 2)
+    assert "| DetachNorm | 1 | 1.5 | not recorded |" in text  # medians of (0.5, 1.5) and (1, 2)
     assert "| LayerNorm-simple | 0 | 0.5 | 0.75 |" in text
-    assert "predate" not in text       # one run has σ, so the caption does not say none has
+    assert "predate" not in text  # one run has σ, so the caption does not say none has
     assert tmp_path / "out" / "grad_stats.csv" in out["tables"]
 
 
 def test_every_caption_names_the_data_and_figures_are_written(tmp_path):
-    curves = [{"step": s, "split": sp, "loss": 1.0 / s} for s in (1, 2, 3) for sp in ("train", "valid")]
+    curves = [
+        {"step": s, "split": sp, "loss": 1.0 / s} for s in (1, 2, 3) for sp in ("train", "valid")
+    ]
     for norm in ("layernorm", "layernorm_simple"):
         for seed in (1, 2):
             make_run(tmp_path / "runs", "rt", norm, seed, 70.0 + seed, curves=curves)
     out = write_report(find_runs([tmp_path / "runs"]), tmp_path / "out")
     for p in out["tables"]:
         if p.stem != "runs":
-            assert (latex_escape(RT_NOTE) if p.suffix == ".tex" else RT_NOTE) in p.read_text(), p.name
-    assert set(out["captions"]) == {"curves", "overfitting"}          # the other figures lack a norm pair
+            assert (latex_escape(RT_NOTE) if p.suffix == ".tex" else RT_NOTE) in p.read_text(), (
+                p.name
+            )
+    assert set(out["captions"]) == {"curves", "overfitting"}  # the other figures lack a norm pair
     for key, cap in out["captions"].items():
         assert RT_NOTE in cap and "Scale: mini." in cap
-        assert (tmp_path / "out" / "figures" / f"{key}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (tmp_path / "out" / "figures" / f"{key}.png").read_bytes()[
+            :8
+        ] == b"\x89PNG\r\n\x1a\n"
         assert (tmp_path / "out" / "figures" / f"{key}.pdf").read_bytes()[:5] == b"%PDF-"
     index = (tmp_path / "out" / "report.md").read_text()
-    assert "![overfitting](figures/overfitting.png)" in index and "### Table 1: bias and gain" in index
+    assert (
+        "![overfitting](figures/overfitting.png)" in index and "### Table 1: bias and gain" in index
+    )
 
 
 def test_find_runs_ignores_wandb_checkpoint_and_hidden_folders(tmp_path):
@@ -195,7 +299,9 @@ def test_cli_writes_tables_and_rejects_missing_or_empty_input(tmp_path, capsys):
 
 def test_published_metrics_cover_every_published_task():
     assert set(P.PUBLISHED) == set(P.METRICS)
-    assert all(math.isfinite(v) for row in P.PUBLISHED.values() for v in row.values() if v is not None)
+    assert all(
+        math.isfinite(v) for row in P.PUBLISHED.values() for v in row.values() if v is not None
+    )
 
 
 def test_report_cli_starts_without_torch():
@@ -206,7 +312,10 @@ def test_report_cli_starts_without_torch():
 
 
 def test_data_table_states_a_precision_other_than_fp32(tmp_path):
-    for seed, precision in ((1, "bf16"), (2, None)):  # None: a summary from before precision existed
+    for seed, precision in (
+        (1, "bf16"),
+        (2, None),
+    ):  # None: a summary from before precision existed
         make_run(tmp_path / "runs", "rt", "layernorm", seed, 70.0)
         path = tmp_path / "runs" / "rt" / "layernorm" / f"seed{seed}" / "summary.json"
         if precision:
@@ -219,21 +328,30 @@ def test_data_table_states_a_precision_other_than_fp32(tmp_path):
 def test_data_note_counts_translation_pairs_used(tmp_path):
     from normlab.report.aggregate import data_note
     from normlab.report.runs import Run
-    old = {"source": "real", "subset": "s", "sizes": {"train": 7283, "valid": 887, "test": 1565},
-           "train_pairs_over_max_len": 984}            # a summary from before sizes counted pairs used
+
+    old = {
+        "source": "real",
+        "subset": "s",
+        "sizes": {"train": 7283, "valid": 887, "test": 1565},
+        "train_pairs_over_max_len": 984,
+    }  # a summary from before sizes counted pairs used
     new = {**old, "sizes": {**old["sizes"], "train": 6299}, "train_pairs_read": 7283}
     for d in (old, new):
         note = data_note([Run(tmp_path, {}, {"data": d})])
-        assert "train 6,299 used (7,283 read, 984 over train_max_len dropped) / valid 887 / test 1,565" in note
+        assert (
+            "train 6,299 used (7,283 read, 984 over train_max_len dropped) / valid 887 / test 1,565"
+            in note
+        )
 
 
 def test_regime_counts_runs_whose_best_checkpoint_is_the_last(tmp_path):
     from normlab.report.regime import regime_sentence
+
     for seed, best in ((1, 100), (2, 100), (3, 60)):
         d = make_run(tmp_path, "rt", "layernorm", seed, 70.0)
         s = json.loads((d / "summary.json").read_text())
-        (d / "summary.json").write_text(json.dumps({**s, "best_step": best}))   # steps = 100
-    make_run(tmp_path, "rt", "adanorm", 1, status="diverged")                   # not counted
+        (d / "summary.json").write_text(json.dumps({**s, "best_step": best}))  # steps = 100
+    make_run(tmp_path, "rt", "adanorm", 1, status="diverged")  # not counted
     text = regime_sentence(grid_of(tmp_path))
     assert "final evaluation in 2 of 3 completed runs (rt 2/3; LayerNorm 2/3)" in text
     assert "measure early training" in text
@@ -241,20 +359,45 @@ def test_regime_counts_runs_whose_best_checkpoint_is_the_last(tmp_path):
 
 def test_paper_layout_figures_need_both_norms_and_plot_bits_per_byte(tmp_path, monkeypatch):
     from normlab.report import paper_figures as pf
+
     train = [{"step": s, "split": "train", "loss": 2.0 * math.log(2)} for s in (10, 20)]
     valid = [{"step": 20, "split": "valid", "loss": 1.0, "bpc": 1.5}]
-    make_run(tmp_path / "runs", "enwik8", "layernorm", 1, 1.5, metric="bpc", hib=False, curves=train + valid)
+    make_run(
+        tmp_path / "runs",
+        "enwik8",
+        "layernorm",
+        1,
+        1.5,
+        metric="bpc",
+        hib=False,
+        curves=train + valid,
+    )
     grid = grid_of(tmp_path / "runs")
-    assert pf.paper_figure(grid, "paper_overfitting_enwik8", tmp_path / "f") is None   # LN-simple missing
-    make_run(tmp_path / "runs", "enwik8", "layernorm_simple", 1, 1.4, metric="bpc", hib=False, curves=train + valid)
+    assert (
+        pf.paper_figure(grid, "paper_overfitting_enwik8", tmp_path / "f") is None
+    )  # LN-simple missing
+    make_run(
+        tmp_path / "runs",
+        "enwik8",
+        "layernorm_simple",
+        1,
+        1.4,
+        metric="bpc",
+        hib=False,
+        curves=train + valid,
+    )
     plotted = []
     real_series = pf._series
-    monkeypatch.setattr(pf, "_series", lambda runs, get: plotted.append(real_series(runs, get)) or plotted[-1])
-    caption = pf.paper_figure(grid_of(tmp_path / "runs"), "paper_overfitting_enwik8", tmp_path / "f")
+    monkeypatch.setattr(
+        pf, "_series", lambda runs, get: plotted.append(real_series(runs, get)) or plotted[-1]
+    )
+    caption = pf.paper_figure(
+        grid_of(tmp_path / "runs"), "paper_overfitting_enwik8", tmp_path / "f"
+    )
     assert caption.startswith("Enwiki8: LayerNorm vs LayerNorm-simple (the paper's layout)")
     assert (tmp_path / "f" / "paper_overfitting_enwik8.png").read_bytes()[:4] == b"\x89PNG"
     # train loss in nats -> bits (2 ln 2 nats = 2 bits); valid from the records' bpc
     assert plotted[0][1] == pytest.approx([2.0, 2.0]) and plotted[2][1] == [1.5]
     out = write_report(find_runs([tmp_path / "runs"]), tmp_path / "out")
     assert "paper's layout" in out["index"].read_text()
-    assert not (tmp_path / "out" / "figures" / "paper_adanorm_ptb.png").exists()   # no PTB runs
+    assert not (tmp_path / "out" / "figures" / "paper_adanorm_ptb.png").exists()  # no PTB runs

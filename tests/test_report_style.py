@@ -22,7 +22,9 @@ def test_every_known_norm_has_its_own_style():
 
 
 def test_figures_share_styles_label_axes_and_keep_captions_out(tmp_path, monkeypatch):
-    curves = [{"step": s, "split": sp, "loss": 1.0 / s} for s in (1, 2, 3) for sp in ("train", "valid")]
+    curves = [
+        {"step": s, "split": sp, "loss": 1.0 / s} for s in (1, 2, 3) for sp in ("train", "valid")
+    ]
     for norm in ("none", "layernorm", "layernorm_simple", "detachnorm"):
         for seed in (1, 2):
             make_run(tmp_path / "runs", "rt", norm, seed, 70.0 + seed, curves=curves)
@@ -36,18 +38,29 @@ def test_figures_share_styles_label_axes_and_keep_captions_out(tmp_path, monkeyp
         assert caption and "rt: real" in caption
         fig = drawn[-1]
         title = fig._suptitle.get_text()
-        assert title == {"curves": "Train and valid loss per norm",
-                         "overfitting": "Overfitting: LayerNorm vs LayerNorm-simple",
-                         "detachnorm": "DetachNorm vs LayerNorm-simple vs w/o Norm"}[key]
-        assert [t.get_text() for t in fig.texts] == [title]  # the caption is in report.md, not in the image
+        assert (
+            title
+            == {
+                "curves": "Train and valid loss per norm",
+                "overfitting": "Overfitting: LayerNorm vs LayerNorm-simple",
+                "detachnorm": "DetachNorm vs LayerNorm-simple vs w/o Norm",
+            }[key]
+        )
+        assert [t.get_text() for t in fig.texts] == [
+            title
+        ]  # the caption is in report.md, not in the image
         for ax in fig.axes:
             # every axis has its unit: losses in nats, the rise above the minimum in %
             assert ax.get_xlabel() == "training step (updates)"
-            assert "(nats)" in ax.get_ylabel() or "(% of minimum)" in ax.get_ylabel(), ax.get_ylabel()
+            assert "(nats)" in ax.get_ylabel() or "(% of minimum)" in ax.get_ylabel(), (
+                ax.get_ylabel()
+            )
             for line in ax.get_lines():
                 label = line.get_label().split(" (n=")[0]
                 styles.setdefault(label, set()).add((line.get_color(), str(line.get_linestyle())))
-    assert set(styles) == {NORM_LABELS[n] for n in ("none", "layernorm", "layernorm_simple", "detachnorm")}
+    assert set(styles) == {
+        NORM_LABELS[n] for n in ("none", "layernorm", "layernorm_simple", "detachnorm")
+    }
     assert all(len(s) == 1 for s in styles.values()), styles  # the same look in every figure
     assert styles["LayerNorm"] == {("tab:blue", "-")}
 
@@ -55,7 +68,9 @@ def test_figures_share_styles_label_axes_and_keep_captions_out(tmp_path, monkeyp
 def test_latex_bolds_each_columns_best_with_its_direction(tmp_path):
     for seed in (1, 2):
         make_run(tmp_path, "enwik8", "none", seed, 1.10, metric="bpc", hib=False)
-        make_run(tmp_path, "enwik8", "detachnorm", seed, 1.20 + 0.01 * seed, metric="bpc", hib=False)
+        make_run(
+            tmp_path, "enwik8", "detachnorm", seed, 1.20 + 0.01 * seed, metric="bpc", hib=False
+        )
         make_run(tmp_path, "enwik8", "layernorm_simple", seed, 1.05, metric="bpc", hib=False)
         make_run(tmp_path, "rt", "none", seed, 70.0, status="diverged")
         make_run(tmp_path, "rt", "detachnorm", seed, 71.0 + seed)
@@ -66,15 +81,23 @@ def test_latex_bolds_each_columns_best_with_its_direction(tmp_path):
     # columns and the Improvement rows (differences, not scores) are never ranked
     assert rows["LayerNorm-simple"][1].startswith(r"\textbf{1.050")
     assert not rows["w/o Norm"][1].startswith(r"\textbf")
-    assert rows["DetachNorm"][3].startswith(r"\textbf{72.50") and rows["LayerNorm-simple"][3].startswith(r"\textbf{72.50")
+    assert rows["DetachNorm"][3].startswith(r"\textbf{72.50") and rows["LayerNorm-simple"][
+        3
+    ].startswith(r"\textbf{72.50")
     assert rows["w/o Norm"][3].startswith("Diverge")
-    assert not any(c.startswith(r"\textbf") for c in rows["Improvement (LayerNorm-simple $-$ DetachNorm)"])
-    assert not any(c.startswith(r"\textbf") for r in rows.values() for c in (r[2], r[4]))  # (paper) columns
+    assert not any(
+        c.startswith(r"\textbf") for c in rows["Improvement (LayerNorm-simple $-$ DetachNorm)"]
+    )
+    assert not any(
+        c.startswith(r"\textbf") for r in rows.values() for c in (r[2], r[4])
+    )  # (paper) columns
     assert "Bold: the best mean of each column." in tex
 
 
 def test_single_row_columns_are_not_bolded():
-    t = Table("x", "X", ["norm", "a"], rows=[["LayerNorm", "1.00"], ["AdaNorm", "–"]], best={1: True})
+    t = Table(
+        "x", "X", ["norm", "a"], rows=[["LayerNorm", "1.00"], ["AdaNorm", "–"]], best={1: True}
+    )
     assert r"\textbf" not in t.latex()
 
 
@@ -83,11 +106,15 @@ def test_runs_table_is_a_longtable(tmp_path):
         make_run(tmp_path, "rt", "layernorm", seed, 70.0)
     tex = runs_table(Grid(find_runs([tmp_path]))).latex()
     assert r"\begin{longtable}" in tex and r"\endhead" in tex and r"\begin{table}" not in tex
-    assert tex.count(r"\\") == 1 + 2 + 3  # caption line, the header (first page, later pages), 3 runs
+    assert (
+        tex.count(r"\\") == 1 + 2 + 3
+    )  # caption line, the header (first page, later pages), 3 runs
 
 
 def _sweep_grid(root, norms_settings):
-    curves = [{"step": s, "split": sp, "loss": 1.0 / s} for s in (1, 2, 3) for sp in ("train", "valid")]
+    curves = [
+        {"step": s, "split": sp, "loss": 1.0 / s} for s in (1, 2, 3) for sp in ("train", "valid")
+    ]
     for i, (norm, setting) in enumerate(norms_settings):
         d = make_run(root / str(i), "rt", norm, 1, 70.0, curves=curves)
         summary = json.loads((d / "summary.json").read_text())
@@ -107,24 +134,46 @@ def test_each_setting_of_a_sweep_is_its_own_line_in_every_figure(tmp_path, monke
         assert F.figure(grid, key, title, norms, panels, tmp_path / "fig", what)
         fig = drawn[-1]
         for ax in fig.axes:
-            looks = {line.get_label().split(" (n=")[0]: (line.get_color(), str(line.get_linestyle()),
-                                                         line.get_marker()) for line in ax.get_lines()}
-            assert set(looks) == {"AdaNorm", "AdaNorm (C=2)", "AdaNorm (C=3)", "AdaNorm (C=4)", "AdaNorm (C=5)",
-                                  "LayerNorm", "LayerNorm (lr=0.001)"}
-            assert len(set(looks.values())) == len(looks), looks      # no two settings look alike
+            looks = {
+                line.get_label().split(" (n=")[0]: (
+                    line.get_color(),
+                    str(line.get_linestyle()),
+                    line.get_marker(),
+                )
+                for line in ax.get_lines()
+            }
+            assert set(looks) == {
+                "AdaNorm",
+                "AdaNorm (C=2)",
+                "AdaNorm (C=3)",
+                "AdaNorm (C=4)",
+                "AdaNorm (C=5)",
+                "LayerNorm",
+                "LayerNorm (lr=0.001)",
+            }
+            assert len(set(looks.values())) == len(looks), looks  # no two settings look alike
             # colour family and dash stay the norm's; the default setting is the norm's own look
             assert looks["LayerNorm"] == ("tab:blue", "-", "None")
-            assert looks["LayerNorm (lr=0.001)"][1] == "-" and looks["LayerNorm (lr=0.001)"][2] != "None"
-            assert len({looks[k][0] for k in looks if k.startswith("AdaNorm")}) == 5   # five shades of green
+            assert (
+                looks["LayerNorm (lr=0.001)"][1] == "-"
+                and looks["LayerNorm (lr=0.001)"][2] != "None"
+            )
+            assert (
+                len({looks[k][0] for k in looks if k.startswith("AdaNorm")}) == 5
+            )  # five shades of green
             legend = ax.get_legend()
-            if legend is not None:   # the legend names each setting and shows the same marker
+            if legend is not None:  # the legend names each setting and shows the same marker
                 texts = [t.get_text().split(" (n=")[0] for t in legend.get_texts()]
                 assert sorted(texts) == sorted(looks)
-                markers = {t.get_text().split(" (n=")[0]: h.get_marker() for t, h in zip(legend.get_texts(),
-                                                                                       legend.legend_handles)}
+                markers = {
+                    t.get_text().split(" (n=")[0]: h.get_marker()
+                    for t, h in zip(legend.get_texts(), legend.legend_handles)
+                }
                 assert markers == {k: v[2] for k, v in looks.items()}
-        assert fig._suptitle.get_text() == {"curves": "Train and valid loss per norm",
-                                            "adanorm": "AdaNorm vs LayerNorm"}[key]
+        assert (
+            fig._suptitle.get_text()
+            == {"curves": "Train and valid loss per norm", "adanorm": "AdaNorm vs LayerNorm"}[key]
+        )
 
 
 def test_a_figure_title_names_only_the_norms_it_shows(tmp_path, monkeypatch):
@@ -133,5 +182,6 @@ def test_a_figure_title_names_only_the_norms_it_shows(tmp_path, monkeypatch):
     monkeypatch.setattr(F.plt, "close", drawn.append)
     title, norms, panels, what = F.FIGURES["detachnorm"]
     assert F.figure(grid, "detachnorm", title, norms, panels, tmp_path / "fig", what).startswith(
-        "LayerNorm-simple vs w/o Norm. ")
+        "LayerNorm-simple vs w/o Norm. "
+    )
     assert drawn[-1]._suptitle.get_text() == "LayerNorm-simple vs w/o Norm"

@@ -1,5 +1,6 @@
 """Kill -9 at any moment, re-run the same command: the run resumes from its last complete
 checkpoint and ends bitwise equal to a run that was never interrupted (CPU, deterministic)."""
+
 import json
 import os
 import signal
@@ -15,20 +16,34 @@ from normlab.errors import CheckpointError
 from normlab.rundir import Checkpoints, Curves, read_curves, read_json
 
 # 4 batches per epoch: 16 steps cross 3 epoch boundaries; dropout 0.1 makes the RNG state matter.
-ARGS = ["task=synthetic_cls", "scale=smoke", "threads=1", "task.train.max_steps=16", "task.train.checkpoint_every=2",
-        "task.train.eval_every=5"]
-RUN = "runs/smoke/default/synthetic_cls/layernorm/checkpoint_every=2,eval_every=5,max_steps=16/seed1"
+ARGS = [
+    "task=synthetic_cls",
+    "scale=smoke",
+    "threads=1",
+    "task.train.max_steps=16",
+    "task.train.checkpoint_every=2",
+    "task.train.eval_every=5",
+]
+RUN = (
+    "runs/smoke/default/synthetic_cls/layernorm/checkpoint_every=2,eval_every=5,max_steps=16/seed1"
+)
 TIMING = ("examples_per_s", "tokens_per_s")
 
 
 def curves(run_dir):
     """Loss/metric records without timing fields, which legitimately differ between runs."""
-    return [{k: v for k, v in r.items() if k not in TIMING} for r in read_curves(run_dir / "curves.jsonl")]
+    return [
+        {k: v for k, v in r.items() if k not in TIMING}
+        for r in read_curves(run_dir / "curves.jsonl")
+    ]
 
 
 def results(run_dir):
     s = read_json(run_dir / "summary.json")
-    return {k: s[k] for k in ("status", "steps", "epochs", "best_step", "valid", "test", "best_valid_score")}
+    return {
+        k: s[k]
+        for k in ("status", "steps", "epochs", "best_step", "valid", "test", "best_valid_score")
+    }
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +61,9 @@ def cli_with_fault(tmp_path, monkeypatch, fault):
     return tmp_path / RUN
 
 
-def test_kill_mid_checkpoint_write_mid_eval_mid_step_then_resume_is_bitwise_equal(reference, tmp_path, monkeypatch):
+def test_kill_mid_checkpoint_write_mid_eval_mid_step_then_resume_is_bitwise_equal(
+    reference, tmp_path, monkeypatch
+):
     assert [r["split"] for r in curves(reference)].count("valid") == 3  # steps 5, 10, 15
     run = cli_with_fault(tmp_path, monkeypatch, "kill:save:4")
     ck = run / "checkpoints"
@@ -54,32 +71,49 @@ def test_kill_mid_checkpoint_write_mid_eval_mid_step_then_resume_is_bitwise_equa
     assert not (ck / "last.pt").exists() and list(ck.glob(".last.pt.*.tmp"))
     assert torch.load(ck / "prev.pt", weights_only=True)["state"]["step"] == 2
 
-    cli_with_fault(tmp_path, monkeypatch, "kill:eval:10")  # resumes at 2; dies after logging valid@10
+    cli_with_fault(
+        tmp_path, monkeypatch, "kill:eval:10"
+    )  # resumes at 2; dies after logging valid@10
     got, want = curves(run), curves(reference)
     assert got[-1]["split"] == "valid" and got[-1]["step"] == 10
-    assert got == want[:len(got)]  # the same records so far, including the resumed part
+    assert got == want[: len(got)]  # the same records so far, including the resumed part
     assert not list(ck.glob(".*.tmp"))  # the resumed run cleaned the dead run's temp file
     assert torch.load(ck / "last.pt", weights_only=True)["state"]["step"] == 8
 
-    cli_with_fault(tmp_path, monkeypatch, "kill:step:13")  # after the optimizer step, before counting it
+    cli_with_fault(
+        tmp_path, monkeypatch, "kill:step:13"
+    )  # after the optimizer step, before counting it
     assert torch.load(ck / "last.pt", weights_only=True)["state"]["step"] == 12
 
     out = run_cli(ARGS, tmp_path)
     assert "completed" in out.stdout
     assert curves(run) == curves(reference)
     assert results(run) == results(reference)
-    assert torch.equal(torch.load(ck / "best.pt", weights_only=True)["model"]["head.weight"],
-                       torch.load(reference / "checkpoints" / "best.pt", weights_only=True)["model"]["head.weight"])
+    assert torch.equal(
+        torch.load(ck / "best.pt", weights_only=True)["model"]["head.weight"],
+        torch.load(reference / "checkpoints" / "best.pt", weights_only=True)["model"][
+            "head.weight"
+        ],
+    )
 
 
 def test_sigkill_from_outside_at_an_unplanned_moment(reference, tmp_path):
     """The real path: another process sends SIGKILL while the run is writing curves."""
     env = {**os.environ, "NORMLAB_CACHE": str(TEST_CACHE)}
     env.pop("NORMLAB_FAULT", None)
-    cmd = [sys.executable, "-m", "normlab.train", "progress=false", f"paths.root={tmp_path / 'runs'}", *ARGS]
+    cmd = [
+        sys.executable,
+        "-m",
+        "normlab.train",
+        "progress=false",
+        f"paths.root={tmp_path / 'runs'}",
+        *ARGS,
+    ]
     run = tmp_path / RUN
     for lines in (6,):
-        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         deadline = time.time() + 120
         while proc.poll() is None and time.time() < deadline:
             if len(read_curves(run / "curves.jsonl")) >= lines:
@@ -97,12 +131,16 @@ def test_truncated_checkpoint_falls_back_to_the_previous_one_with_a_warning(tmp_
     monkeypatch.setenv("NORMLAB_FAULT", "raise:step:7")
     failed, run_dir = run_job(ARGS, tmp_path / "b")
     monkeypatch.delenv("NORMLAB_FAULT")
-    assert failed["status"] == "failed" and "InjectedFault" in (run_dir / "traceback.txt").read_text()
+    assert (
+        failed["status"] == "failed" and "InjectedFault" in (run_dir / "traceback.txt").read_text()
+    )
     last = run_dir / "checkpoints" / "last.pt"
     assert torch.load(last, weights_only=True)["state"]["step"] == 6
     data = last.read_bytes()
     last.write_bytes(data[: len(data) // 2])  # e.g. a disk that filled up
-    with pytest.warns(UserWarning, match=r"last.pt \(.*\) in .* is unreadable; falling back to prev.pt \(step 5\)"):
+    with pytest.warns(
+        UserWarning, match=r"last.pt \(.*\) in .* is unreadable; falling back to prev.pt \(step 5\)"
+    ):
         ck = Checkpoints(run_dir).load()
     assert ck["state"]["step"] == 5  # prev.pt: the checkpoint of the evaluation at step 5
     with pytest.warns(UserWarning, match="unreadable"):
@@ -113,23 +151,31 @@ def test_truncated_checkpoint_falls_back_to_the_previous_one_with_a_warning(tmp_
     assert results(run_dir) == results(ref_dir)
 
 
-def test_the_run_directory_keeps_the_command_and_a_log_of_the_console_across_invocations(reference, tmp_path,
-                                                                                       monkeypatch):
+def test_the_run_directory_keeps_the_command_and_a_log_of_the_console_across_invocations(
+    reference, tmp_path, monkeypatch
+):
     run_dir = cli_with_fault(tmp_path, monkeypatch, "kill:step:9")
     last = run_dir / "checkpoints" / "last.pt"
     last.write_bytes(last.read_bytes()[:100])
     done = run_cli([*ARGS, "threads=2"], tmp_path)
     from normlab.rundir import read_yaml
-    assert read_yaml(run_dir / "overrides.yaml") == ["progress=false", f"paths.root={tmp_path / 'runs'}", *ARGS,
-                                                     "threads=2"]
+
+    assert read_yaml(run_dir / "overrides.yaml") == [
+        "progress=false",
+        f"paths.root={tmp_path / 'runs'}",
+        *ARGS,
+        "threads=2",
+    ]
     log = (run_dir / "train.log").read_text()
-    assert log.count("\n--- ") + log.startswith("--- ") == 2          # one header per invocation
-    assert "is unreadable; falling back to prev.pt" in log           # a warning, from stderr
-    assert done.stdout.strip().splitlines()[-1] in log               # the end-of-run line, from stdout
+    assert log.count("\n--- ") + log.startswith("--- ") == 2  # one header per invocation
+    assert "is unreadable; falling back to prev.pt" in log  # a warning, from stderr
+    assert done.stdout.strip().splitlines()[-1] in log  # the end-of-run line, from stdout
     assert "\r" not in log
 
 
-def test_every_checkpoint_unreadable_stops_with_exit_5_and_restarts_only_when_asked(reference, tmp_path, monkeypatch):
+def test_every_checkpoint_unreadable_stops_with_exit_5_and_restarts_only_when_asked(
+    reference, tmp_path, monkeypatch
+):
     run_dir = cli_with_fault(tmp_path, monkeypatch, "kill:step:9")
     ckdir = run_dir / "checkpoints"
     for name in ("last.pt", "prev.pt"):
@@ -157,8 +203,12 @@ def test_every_checkpoint_unreadable_stops_with_exit_5_and_restarts_only_when_as
 
 def test_resume_drops_records_after_the_checkpoint_and_a_torn_last_line(tmp_path):
     path = tmp_path / "curves.jsonl"
-    recs = [{"step": 2, "split": "train", "loss": 1.0}, {"step": 3, "split": "valid", "loss": 0.9},
-            {"step": 4, "split": "train", "loss": 0.8}, {"step": 4, "split": "test", "loss": 0.7}]
+    recs = [
+        {"step": 2, "split": "train", "loss": 1.0},
+        {"step": 3, "split": "valid", "loss": 0.9},
+        {"step": 4, "split": "train", "loss": 0.8},
+        {"step": 4, "split": "test", "loss": 0.7},
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in recs) + '{"step": 6, "spl')
     assert read_curves(path) == recs
     Curves(path).truncate_after(4)  # a checkpoint at step 4 of a run killed during its final test
@@ -166,8 +216,8 @@ def test_resume_drops_records_after_the_checkpoint_and_a_torn_last_line(tmp_path
     assert path.read_text().endswith("\n")
 
 
-
 # --- security: nothing from a run directory can run code ------------------------------------------
+
 
 class Planted:
     """Unpickling this would create a file (stands in for arbitrary code)."""
@@ -184,7 +234,10 @@ def test_checkpoint_with_a_pickled_object_is_refused(tmp_path):
     ck = Checkpoints(tmp_path / "run")
     ck.dir.mkdir(parents=True)
     torch.save({"model": {}, "payload": Planted(marker)}, ck.last)
-    with pytest.raises(CheckpointError, match=r"every checkpoint is unreadable: last.pt \(.*Weights only load failed"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"every checkpoint is unreadable: last.pt \(.*Weights only load failed",
+    ):
         ck.load()
     assert not marker.exists()
 
@@ -192,8 +245,11 @@ def test_checkpoint_with_a_pickled_object_is_refused(tmp_path):
 def test_config_yaml_with_python_tags_is_refused(tmp_path):
     from normlab.config import ConfigError
     from normlab.runner import check_run_dir
+
     marker = tmp_path / "pwned"
-    (tmp_path / "config.yaml").write_text(f"seed: !!python/object/apply:pathlib.Path.touch ['{marker}']\n")
+    (tmp_path / "config.yaml").write_text(
+        f"seed: !!python/object/apply:pathlib.Path.touch ['{marker}']\n"
+    )
     with pytest.raises(ConfigError, match="is not a plain YAML config .*delete that run directory"):
         check_run_dir(tmp_path, {"seed": 1})
     assert not marker.exists()
@@ -202,23 +258,43 @@ def test_config_yaml_with_python_tags_is_refused(tmp_path):
 def test_no_unsafe_deserialisation_in_normlab():
     """Every torch.load is weights_only; no pickle/marshal, no unsafe YAML, no object collectives."""
     import re
+
     for path in (REPO / "normlab").rglob("*.py"):
         src = path.read_text()
         for call in re.findall(r"torch\.load\(.*", src):  # to the end of the line
             assert "weights_only=True" in call, f"{path}: {call}"
-        for bad in ("import pickle", "pickle.load", "import marshal", "import dill", "yaml.load(", "yaml.unsafe_load",
-                    "yaml.full_load", "_object_list(", "all_gather_object(", "Loader=yaml.Loader"):
+        for bad in (
+            "import pickle",
+            "pickle.load",
+            "import marshal",
+            "import dill",
+            "yaml.load(",
+            "yaml.unsafe_load",
+            "yaml.full_load",
+            "_object_list(",
+            "all_gather_object(",
+            "Loader=yaml.Loader",
+        ):
             assert bad not in src, f"{path}: {bad}"
 
 
 def test_a_run_written_before_a_key_existed_is_the_same_experiment_at_the_old_behaviour():
     from normlab.config import same_experiment
+
     old = {"seed": 1, "task": {"name": "rt", "train": {"lr": 0.002}}}
-    new = {"seed": 1, "precision": "fp32", "task": {"name": "rt", "train": {"lr": 0.002, "update_freq": 1}}}
+    new = {
+        "seed": 1,
+        "precision": "fp32",
+        "task": {"name": "rt", "train": {"lr": 0.002, "update_freq": 1}},
+    }
     assert same_experiment(old, new) == []
     # a new value of an added key is another experiment; so is any other key the old run lacks
     assert same_experiment(old, {**new, "precision": "bf16"}) == ["precision"]
-    assert same_experiment(old, {**new, "task": {"name": "rt", "train": {"lr": 0.002, "update_freq": 2}}}) == \
-        ["task.train.update_freq"]
+    assert same_experiment(
+        old, {**new, "task": {"name": "rt", "train": {"lr": 0.002, "update_freq": 2}}}
+    ) == ["task.train.update_freq"]
     assert same_experiment(old, {**new, "extra": 3}) == ["extra"]
-    assert same_experiment(new, old) == ["precision", "task.train.update_freq"]   # a key the job no longer has
+    assert same_experiment(new, old) == [
+        "precision",
+        "task.train.update_freq",
+    ]  # a key the job no longer has

@@ -1,6 +1,7 @@
 """End to end on the real RT data: every norm variant trains and writes its run directory; a
 ``-m`` sweep makes one run directory per job; finished runs are skipped; a changed config in an
 existing run directory is refused without touching it."""
+
 import math
 
 import pytest
@@ -14,8 +15,11 @@ RT = ["task=rt", "scale=smoke", "threads=1"]
 
 
 def snapshot(root):
-    return {p.relative_to(root).as_posix(): (p.read_bytes(), p.stat().st_mtime_ns)
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.mark.parametrize("norm", sorted(NORMS))
@@ -27,18 +31,26 @@ def test_smoke_run_per_norm_on_real_rt(data_dir, tmp_path, norm):
     assert summary["data"]["source"] == "real"
     assert summary["data"]["sizes"] == {"train": 8530, "valid": 1066, "test": 1066}
     recs = read_curves(run_dir / "curves.jsonl")
-    assert [(r["step"], r["split"]) for r in recs if r["split"] != "train"] == [(3, "valid"), (6, "valid"), (6, "test")]
+    assert [(r["step"], r["split"]) for r in recs if r["split"] != "train"] == [
+        (3, "valid"),
+        (6, "valid"),
+        (6, "test"),
+    ]
     assert [r["step"] for r in recs if r["split"] == "train"] == [2, 3, 4, 6]
     assert all(math.isfinite(r["loss"]) for r in recs)
     test = recs[-1]
     assert summary["test"] == {"loss": test["loss"], "acc": test["acc"]}
-    assert 0 < test["acc"] < 100 and test["acc"] * 1066 / 100 == pytest.approx(round(test["acc"] * 10.66))
+    assert 0 < test["acc"] < 100 and test["acc"] * 1066 / 100 == pytest.approx(
+        round(test["acc"] * 10.66)
+    )
     assert read_yaml(run_dir / "config.yaml")["norm"]["name"] == norm
     assert summary["params"] > 0 and summary["versions"]["torch"]
 
 
 def test_multirun_over_two_norms_makes_two_run_dirs(data_dir, tmp_path):
-    out = run_cli(["hydra.mode=MULTIRUN", *RT, "norm=layernorm,rmsnorm"], tmp_path, data_dir=data_dir)
+    out = run_cli(
+        ["hydra.mode=MULTIRUN", *RT, "norm=layernorm,rmsnorm"], tmp_path, data_dir=data_dir
+    )
     root = tmp_path / "runs" / "smoke" / "default" / "rt"
     assert sorted(p.name for p in root.iterdir()) == ["layernorm", "rmsnorm"]
     for norm in ("layernorm", "rmsnorm"):
@@ -54,7 +66,10 @@ def test_completed_run_is_skipped_and_changed_config_refused(data_dir, tmp_path,
     again, _ = run_job(RT, tmp_path, data_dir=data_dir)
     assert "already completed, skipped" in capsys.readouterr().out
     assert again == first and snapshot(run_dir) == before
-    with pytest.raises(ConfigError, match=r"already holds a run with a different config \(keys "
-                                          r"\['task.model.layers', 'task.train.lr'\]\); use another name="):
+    with pytest.raises(
+        ConfigError,
+        match=r"already holds a run with a different config \(keys "
+        r"\['task.model.layers', 'task.train.lr'\]\); use another name=",
+    ):
         run_job([*RT, "task.train.lr=0.01", "task.model.layers=2"], tmp_path, data_dir=data_dir)
     assert snapshot(run_dir) == before

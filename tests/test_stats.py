@@ -1,6 +1,7 @@
 """normlab.report.stats against textbook values: Holm and Benjamini-Hochberg on Benjamini &
 Hochberg's example, the paired t-test on Student's sleep data, TOST by its two one-sided tests,
 the minimum detectable effect against Cohen's sample size, and the sign test as exact binomials."""
+
 import math
 
 import pytest
@@ -11,8 +12,23 @@ from normlab.report.stats import adjust, bh, holm, mde, paired, sign_test
 
 # Benjamini & Hochberg (1995), section 4: the 15 p-values of their example. At 0.05 Bonferroni and
 # Holm reject the 3 smallest, BH the 4 smallest (their text).
-BH95 = [0.0001, 0.0004, 0.0019, 0.0095, 0.0201, 0.0278, 0.0298, 0.0344, 0.0459, 0.3240, 0.4262,
-        0.5719, 0.6528, 0.7590, 1.0000]
+BH95 = [
+    0.0001,
+    0.0004,
+    0.0019,
+    0.0095,
+    0.0201,
+    0.0278,
+    0.0298,
+    0.0344,
+    0.0459,
+    0.3240,
+    0.4262,
+    0.5719,
+    0.6528,
+    0.7590,
+    1.0000,
+]
 # Student (1908) / Cushny & Peebles: extra hours of sleep of 10 patients under two drugs (R's `sleep`).
 SLEEP_1 = [0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0]
 SLEEP_2 = [1.9, 0.8, 1.1, 0.1, -0.1, 4.4, 5.5, 1.6, 4.6, 3.4]
@@ -20,16 +36,32 @@ SLEEP_2 = [1.9, 0.8, 1.1, 0.1, -0.1, 4.4, 5.5, 1.6, 4.6, 3.4]
 
 def test_holm_matches_hand_computation():
     # By hand: (m - i + 1) * p_(i), made non-decreasing, capped at 1.
-    hand = [15 * 0.0001, 14 * 0.0004, 13 * 0.0019, 12 * 0.0095, 11 * 0.0201, 10 * 0.0278,
-            10 * 0.0278, 10 * 0.0278,           # 9 * 0.0298 = 0.268 and 8 * 0.0344 = 0.275 lie below 0.278
-            7 * 0.0459, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    hand = [
+        15 * 0.0001,
+        14 * 0.0004,
+        13 * 0.0019,
+        12 * 0.0095,
+        11 * 0.0201,
+        10 * 0.0278,
+        10 * 0.0278,
+        10 * 0.0278,  # 9 * 0.0298 = 0.268 and 8 * 0.0344 = 0.275 lie below 0.278
+        7 * 0.0459,
+        1.0,
+        1.0,
+        1.0,
+        1.0,
+        1.0,
+        1.0,
+    ]
     assert holm(BH95) == pytest.approx(hand, abs=1e-12)
     assert sum(p < 0.05 for p in holm(BH95)) == 3
-    assert holm(BH95[::-1])[::-1] == pytest.approx(hand, abs=1e-12)   # the input order does not matter
+    assert holm(BH95[::-1])[::-1] == pytest.approx(
+        hand, abs=1e-12
+    )  # the input order does not matter
 
 
 def test_bh_matches_hand_computation():
-    raw = [15 / (i + 1) * p for i, p in enumerate(BH95)]   # m / i * p_(i), then the running minimum
+    raw = [15 / (i + 1) * p for i, p in enumerate(BH95)]  # m / i * p_(i), then the running minimum
     hand = [min(raw[i:]) for i in range(15)]
     assert bh(BH95) == pytest.approx(hand, abs=1e-12)
     assert sum(q < 0.05 for q in bh(BH95)) == 4
@@ -38,7 +70,7 @@ def test_bh_matches_hand_computation():
 def test_adjust_skips_rows_without_a_test():
     h, b = adjust([0.01, None, 0.04, float("nan")])
     assert h[1] is None and b[3] is None
-    assert h[0] == pytest.approx(0.02) and h[2] == pytest.approx(0.04)   # m = 2, not 4
+    assert h[0] == pytest.approx(0.02) and h[2] == pytest.approx(0.04)  # m = 2, not 4
     assert b[0] == pytest.approx(0.02) and b[2] == pytest.approx(0.04)
 
 
@@ -51,7 +83,7 @@ def test_paired_t_on_students_sleep_data():
     # 90% CI: mean ± t(0.95, 9) * sd / sqrt(10), sd of the differences 1.2300
     half = 1.833113 * 1.229995 / math.sqrt(10)
     assert r.ci90 == pytest.approx((-1.58 - half, -1.58 + half), abs=1e-5)
-    assert r.p_tost is None                        # no margin, no equivalence test
+    assert r.p_tost is None  # no margin, no equivalence test
 
 
 def test_tost_is_the_larger_of_two_one_sided_tests():
@@ -63,22 +95,30 @@ def test_tost_is_the_larger_of_two_one_sided_tests():
         assert r.p_tost == pytest.approx(max(lower, upper), rel=1e-9)
     # equivalence at 0.05 exactly when the 90% CI lies inside ±margin
     lo, hi = paired(SLEEP_1, SLEEP_2).ci90
-    assert paired(SLEEP_1, SLEEP_2, abs(lo) + 1e-6).p_tost < 0.05 < paired(SLEEP_1, SLEEP_2, abs(lo) - 1e-3).p_tost
+    assert (
+        paired(SLEEP_1, SLEEP_2, abs(lo) + 1e-6).p_tost
+        < 0.05
+        < paired(SLEEP_1, SLEEP_2, abs(lo) - 1e-3).p_tost
+    )
     assert hi < 0
 
 
 def test_paired_without_spread_or_pairs_has_no_test():
-    assert paired([1.0, 2.0], [0.0, 1.0]).p is None          # every difference 1.0: sd 0
+    assert paired([1.0, 2.0], [0.0, 1.0]).p is None  # every difference 1.0: sd 0
     assert paired([1.0], [0.0]).p is None and paired([1.0], [0.0]).n == 1
 
 
 def test_mde_against_cohens_sample_size_and_statsmodels():
     # Cohen (1988): a paired/one-sample t-test needs 34 pairs (33.4) for d = 0.5 at power 0.8, two-sided 0.05
     assert mde(34, 1.0, 0.05) < 0.5 < mde(33, 1.0, 0.05)
-    assert TTestPower().solve_power(effect_size=0.5, power=0.8, alpha=0.05) == pytest.approx(33.367, abs=1e-3)
+    assert TTestPower().solve_power(effect_size=0.5, power=0.8, alpha=0.05) == pytest.approx(
+        33.367, abs=1e-3
+    )
     for n, alpha in ((5, 0.05), (10, 0.01), (20, 0.05 / 40)):
-        assert mde(n, 1.0, alpha) == pytest.approx(TTestPower().solve_power(nobs=n, alpha=alpha, power=0.8), rel=1e-5)
-    assert mde(5, 2.0, 0.05) == pytest.approx(2 * mde(5, 1.0, 0.05))       # in the differences' units
+        assert mde(n, 1.0, alpha) == pytest.approx(
+            TTestPower().solve_power(nobs=n, alpha=alpha, power=0.8), rel=1e-5
+        )
+    assert mde(5, 2.0, 0.05) == pytest.approx(2 * mde(5, 1.0, 0.05))  # in the differences' units
     # two seeds at a corrected level: beyond statsmodels' range, still solved (power 0.8 there)
     d = mde(2, 1.0, 0.05 / 100)
     crit = sps.t.isf(0.05 / 200, 1)
@@ -89,7 +129,7 @@ def test_mde_against_cohens_sample_size_and_statsmodels():
 def test_sign_test_exact_binomial_two_sided():
     r = sign_test([-0.19, 0.05, -2.5, -0.02, -0.53, -0.76, -0.07, -0.41])
     assert (r["wins"], r["losses"], r["n"]) == (1, 7, 8)
-    assert r["p"] == pytest.approx(2 * 9 / 256)                  # 2 * P(X <= 1), X ~ Bin(8, 1/2)
-    r = sign_test([1.0, 2.0, 0.0, 3.0, 0.5, 0.1])                # ties dropped: 5 of 5
+    assert r["p"] == pytest.approx(2 * 9 / 256)  # 2 * P(X <= 1), X ~ Bin(8, 1/2)
+    r = sign_test([1.0, 2.0, 0.0, 3.0, 0.5, 0.1])  # ties dropped: 5 of 5
     assert r["n"] == 5 and r["p"] == pytest.approx(2 / 32)
     assert sign_test([0.0])["p"] is None

@@ -1,6 +1,7 @@
 """Studies in time-limited slices (normlab.study): a budget, a clean stop on SIGTERM, SIGINT and
 SIGKILL with no job left behind, restarts that never re-train a finished run, roles in every
 summary, staged copies until the study is complete, and a report of the evaluation seeds only."""
+
 import json
 import os
 import re
@@ -15,10 +16,19 @@ import pytest
 
 from helpers import REPO, TEST_CACHE
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@t",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@t",
+}
 # long enough (~5 s of training a run) for a signal to land while jobs train; checkpoints every 100 steps
-LONG = ["task.train.max_steps=600", "task.train.eval_every=200", "task.train.max_epochs=100000",
-        "task.train.checkpoint_every=100"]
+LONG = [
+    "task.train.max_steps=600",
+    "task.train.eval_every=200",
+    "task.train.max_epochs=100000",
+    "task.train.checkpoint_every=100",
+]
 
 
 @pytest.fixture(scope="module")
@@ -27,24 +37,45 @@ def clone(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("study")
     env = {**os.environ, **GIT_ENV}
     repo = tmp / "clone"
-    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(REPO), str(repo)], check=True, env=env)
+    subprocess.run(
+        ["git", "clone", "-q", "--no-hardlinks", str(REPO), str(repo)], check=True, env=env
+    )
     for path in ("scripts", "normlab", "hydra_plugins"):
-        shutil.copytree(REPO / path, repo / path, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            REPO / path,
+            repo / path,
+            dirs_exist_ok=True,
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
     # the slices of the evaluation grid committed so far would pin these tests' studies to their commit
     shutil.rmtree(repo / "results" / "staging", ignore_errors=True)
     subprocess.run(["git", "add", "-A"], cwd=repo, check=True, env=env)
-    subprocess.run(["git", "commit", "-qm", "code under test", "--allow-empty"], cwd=repo, check=True, env=env)
+    subprocess.run(
+        ["git", "commit", "-qm", "code under test", "--allow-empty"], cwd=repo, check=True, env=env
+    )
     return repo
 
 
 def environ(repo: Path, data_dir) -> dict:
-    return {**os.environ, "NORMLAB_DATA": str(data_dir), "NORMLAB_CACHE": str(TEST_CACHE), "PYTHONPATH": str(repo),
-            "PYTHONUNBUFFERED": "1"}
+    return {
+        **os.environ,
+        "NORMLAB_DATA": str(data_dir),
+        "NORMLAB_CACHE": str(TEST_CACHE),
+        "PYTHONPATH": str(repo),
+        "PYTHONUNBUFFERED": "1",
+    }
 
 
 def start(repo, data_dir, script, args) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, script, *args], cwd=repo, env=environ(repo, data_dir),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, script, *args],
+        cwd=repo,
+        env=environ(repo, data_dir),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def wait_for(proc: subprocess.Popen, pattern: str, lines: list, timeout=240) -> None:
@@ -90,20 +121,48 @@ def completions(root: Path) -> dict:
     appends to its job's log): a run trained again after it finished would count twice."""
     done = {}
     for log in root.rglob("logs/*/*.log"):
-        done[log.stem] = len(re.findall(r"^\[normlab\] \S+: (completed, \d+ steps;|diverged at step)", log.read_text(), re.M))
+        done[log.stem] = len(
+            re.findall(
+                r"^\[normlab\] \S+: (completed, \d+ steps;|diverged at step)", log.read_text(), re.M
+            )
+        )
     return done
 
 
-@pytest.mark.slow   # make test-slow: about 2 minutes
+@pytest.mark.slow  # make test-slow: about 2 minutes
 def test_fixed_study_in_slices_stopped_by_signals_and_budget(clone, data_dir, tmp_path):
     root = tmp_path / "runs"
-    args = ["--scale", "smoke", "--tasks", "synthetic_cls,rt", "--norms", "layernorm,layernorm_simple",
-            "--seeds", "1,2,3", "--evaluation-seeds", "2,3", "--jobs", "2", "--root", str(root), "--no-figures",
-            "--", *LONG]
+    args = [
+        "--scale",
+        "smoke",
+        "--tasks",
+        "synthetic_cls,rt",
+        "--norms",
+        "layernorm,layernorm_simple",
+        "--seeds",
+        "1,2,3",
+        "--evaluation-seeds",
+        "2,3",
+        "--jobs",
+        "2",
+        "--root",
+        str(root),
+        "--no-figures",
+        "--",
+        *LONG,
+    ]
     log: list = []
-    plan = subprocess.run([sys.executable, "scripts/reproduce.py", "--plan", *args], cwd=clone,
-                          env=environ(clone, data_dir), capture_output=True, text=True, timeout=120)
-    assert plan.returncode == 0 and "12 runs of this study: 0 done, 12 to train" in plan.stdout, plan.stdout + plan.stderr
+    plan = subprocess.run(
+        [sys.executable, "scripts/reproduce.py", "--plan", *args],
+        cwd=clone,
+        env=environ(clone, data_dir),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert plan.returncode == 0 and "12 runs of this study: 0 done, 12 to train" in plan.stdout, (
+        plan.stdout + plan.stderr
+    )
 
     # 1. SIGTERM while two jobs train: both write a checkpoint and stop; the driver exits 0
     p = start(clone, data_dir, "scripts/reproduce.py", args)
@@ -114,7 +173,7 @@ def test_fixed_study_in_slices_stopped_by_signals_and_budget(clone, data_dir, tm
     assert "SIGTERM: starting no more jobs" in "".join(log)
     no_trainers_within(root, 5)
     stage = clone / "results" / "staging" / "smoke"
-    assert not (clone / "results" / "smoke").exists()   # nothing reported while the study is partial
+    assert not (clone / "results" / "smoke").exists()  # nothing reported while the study is partial
 
     # 2. SIGKILL: the driver dies without a word; its jobs still stop (PR_SET_PDEATHSIG)
     p = start(clone, data_dir, "scripts/reproduce.py", args)
@@ -129,7 +188,10 @@ def test_fixed_study_in_slices_stopped_by_signals_and_budget(clone, data_dir, tm
     assert finish(p, log) == 0, "".join(log[-30:])
     assert "stopped: budget" in log[-1] and "left" in log[-1], log[-1]
     record = json.loads((stage / "reproduce.json").read_text())
-    assert record["absent"] and record["grid"]["seed_roles"] == {"selection": [1], "evaluation": [2, 3]}
+    assert record["absent"] and record["grid"]["seed_roles"] == {
+        "selection": [1],
+        "evaluation": [2, 3],
+    }
 
     # 4. SIGINT (Ctrl-C) reaches the driver only (jobs have their own process group): a clean stop too
     p = start(clone, data_dir, "scripts/reproduce.py", args)
@@ -150,28 +212,60 @@ def test_fixed_study_in_slices_stopped_by_signals_and_budget(clone, data_dir, tm
     assert not stage.exists()
     for f in (res / "runs").rglob("summary.json"):
         s = json.loads(f.read_text())
-        assert s["git_dirty"] is False and s["seed_role"] == ("selection" if s["seed"] == 1 else "evaluation"), f
+        assert s["git_dirty"] is False and s["seed_role"] == (
+            "selection" if s["seed"] == 1 else "evaluation"
+        ), f
     # one checkpoint per finished run
     assert sorted({p.name for p in root.rglob("checkpoints/*")}) == ["best.pt"]
     table = (res / "table1.csv").read_text()
-    assert "(2)" in table and "(3)" not in table   # the evaluation seeds only
+    assert "(2)" in table and "(3)" not in table  # the evaluation seeds only
     assert "Left out: 4 selection run(s) (seed 1" in (res / "report.md").read_text()
     record = json.loads((res / "reproduce.json").read_text())
-    assert len(record["sessions"]) == 4 and record["git_dirty"] is False and record["selection_record"]["seeds"] == [1]
+    assert (
+        len(record["sessions"]) == 4
+        and record["git_dirty"] is False
+        and record["selection_record"]["seeds"] == [1]
+    )
     no_trainers_within(root, 5)
 
     # nothing left to do: a restart trains nothing, and commit_results finds nothing new once committed
-    again = subprocess.run([sys.executable, "scripts/reproduce.py", *args], cwd=clone, env=environ(clone, data_dir),
-                           capture_output=True, text=True, timeout=300)
-    assert again.returncode == 0 and "12 finished, 0 to train" in again.stdout, again.stdout + again.stderr
+    again = subprocess.run(
+        [sys.executable, "scripts/reproduce.py", *args],
+        cwd=clone,
+        env=environ(clone, data_dir),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert again.returncode == 0 and "12 finished, 0 to train" in again.stdout, (
+        again.stdout + again.stderr
+    )
 
 
-@pytest.mark.slow   # make test-slow
+@pytest.mark.slow  # make test-slow
 def test_tuned_study_stopped_and_restarted_reports_evaluation_seeds_only(clone, data_dir, tmp_path):
     root = tmp_path / "runs"
-    args = ["--scale", "smoke", "--tasks", "synthetic_cls", "--norms", "layernorm", "--selection-seeds", "1",
-            "--evaluation-seeds", "2,3", "--jobs", "2", "--root", str(root), "--no-figures", "--extend", "0",
-            "--out", str(tmp_path / "results" / "smoke-tuned")]
+    args = [
+        "--scale",
+        "smoke",
+        "--tasks",
+        "synthetic_cls",
+        "--norms",
+        "layernorm",
+        "--selection-seeds",
+        "1",
+        "--evaluation-seeds",
+        "2,3",
+        "--jobs",
+        "2",
+        "--root",
+        str(root),
+        "--no-figures",
+        "--extend",
+        "0",
+        "--out",
+        str(tmp_path / "results" / "smoke-tuned"),
+    ]
     log: list = []
     p = start(clone, data_dir, "scripts/reproduce_tuned.py", args)
     wait_for(p, r"start .*lr=", log)
@@ -184,32 +278,64 @@ def test_tuned_study_stopped_and_restarted_reports_evaluation_seeds_only(clone, 
     text = "".join(log)
     assert "study complete" in text, text[-3000:]
     done = completions(root)
-    assert set(done.values()) == {1} and len(done) >= 7, done   # 5 lrs of seed 1, seeds 2-3 at the choice
+    assert set(done.values()) == {1} and len(done) >= 7, (
+        done
+    )  # 5 lrs of seed 1, seeds 2-3 at the choice
     res = tmp_path / "results" / "smoke-tuned"
     rows = (res / "tuned.csv").read_text().splitlines()
     assert any(r.startswith("synthetic_cls,LayerNorm,") and "(2)" in r for r in rows), rows
     for f in (res / "runs").rglob("summary.json"):
         s = json.loads(f.read_text())
-        assert s["git_dirty"] is False and s["seed_role"] == ("selection" if s["seed"] == 1 else "evaluation")
+        assert s["git_dirty"] is False and s["seed_role"] == (
+            "selection" if s["seed"] == 1 else "evaluation"
+        )
     no_trainers_within(root, 5)
 
 
 def test_prenorm_is_a_study_of_its_own(clone, data_dir, tmp_path):
-    plan = [sys.executable, "scripts/reproduce.py", "--study", "prenorm", "--scale", "mini", "--plan", "--root",
-            str(tmp_path / "runs")]
-    out = subprocess.run(plan + ["--commit", "HEAD"], cwd=clone, env=environ(clone, data_dir),
-                         capture_output=True, text=True, timeout=120)
+    plan = [
+        sys.executable,
+        "scripts/reproduce.py",
+        "--study",
+        "prenorm",
+        "--scale",
+        "mini",
+        "--plan",
+        "--root",
+        str(tmp_path / "runs"),
+    ]
+    out = subprocess.run(
+        plan + ["--commit", "HEAD"],
+        cwd=clone,
+        env=environ(clone, data_dir),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
-    assert "45 runs of this study: 0 done, 45 to train" in out.stdout   # a new study: the evaluation seeds 2-6
+    assert (
+        "45 runs of this study: 0 done, 45 to train" in out.stdout
+    )  # a new study: the evaluation seeds 2-6
     # without --commit it continues the grid results/mini-enwik8-prenorm reports: seeds 2-3 of 273b6b8 count
-    found = subprocess.run(plan, cwd=clone, env=environ(clone, data_dir), capture_output=True, text=True, timeout=120)
-    assert found.returncode == 0 and "at commit 273b6b8e9e9b" in found.stdout and "18 done, 27 to train" in found.stdout
+    found = subprocess.run(
+        plan, cwd=clone, env=environ(clone, data_dir), capture_output=True, text=True, timeout=120
+    )
+    assert (
+        found.returncode == 0
+        and "at commit 273b6b8e9e9b" in found.stdout
+        and "18 done, 27 to train" in found.stdout
+    )
     assert "enwik8/adanorm/seed6" in out.stdout and "one-thread job hours left" in out.stdout
 
 
 def test_a_seed_with_no_role_is_refused(tmp_path):
-    out = subprocess.run([sys.executable, str(REPO / "scripts" / "reproduce.py"), "--seeds", "7", "--plan"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "reproduce.py"), "--seeds", "7", "--plan"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 2 and "seed 7 is neither a selection seed" in out.stderr, out.stderr
 
 
@@ -219,33 +345,64 @@ def test_per_seed_subsets_are_one_data_note_naming_the_seeds():
 
     def run(seed):
         subset = f"SUBSET: training on a seeded random 4,000 (task.data.train_limit=4000, train_limit_seed={seed})"
-        return Run(Path("."), {}, {"data": {"source": "real", "subset": subset, "sizes": {"train": 4000}}})
+        return Run(
+            Path("."), {}, {"data": {"source": "real", "subset": subset, "sizes": {"train": 4000}}}
+        )
+
     note = data_note([run(3), run(2), run(3)])
     assert note.count("SUBSET") == 1 and "train_limit_seed=the run's seed: 2, 3)" in note
     assert "train_limit_seed=0)" in data_note([run(0), run(0)])
 
 
-@pytest.mark.slow   # make test-slow
+@pytest.mark.slow  # make test-slow
 def test_grid_sh_runs_a_slice_detached_and_stops_it_cleanly(clone, data_dir, tmp_path):
     env = {**environ(clone, data_dir), "PYTHON": sys.executable, "GRID_DIR": str(tmp_path / "grid")}
     root = tmp_path / "runs"
-    study = ["--scale", "smoke", "--tasks", "synthetic_cls", "--norms", "layernorm,layernorm_simple", "--seeds", "2,3",
-             "--root", str(root), "--out", str(tmp_path / "results" / "smoke")]
-    sh = lambda *a: subprocess.run(["bash", "scripts/grid.sh", *a], cwd=clone, env=env, capture_output=True,  # noqa: E731
-                                   text=True, timeout=300)
+    study = [
+        "--scale",
+        "smoke",
+        "--tasks",
+        "synthetic_cls",
+        "--norms",
+        "layernorm,layernorm_simple",
+        "--seeds",
+        "2,3",
+        "--root",
+        str(root),
+        "--out",
+        str(tmp_path / "results" / "smoke"),
+    ]
+    sh = lambda *a: subprocess.run(
+        ["bash", "scripts/grid.sh", *a],
+        cwd=clone,
+        env=env,
+        capture_output=True,  # noqa: E731
+        text=True,
+        timeout=300,
+    )
     refused = sh("start", "fixed", "30", *study)
-    assert refused.returncode == 2 and "the first slice names the commit" in refused.stderr, refused.stderr
+    assert refused.returncode == 2 and "the first slice names the commit" in refused.stderr, (
+        refused.stderr
+    )
     started = sh("start", "fixed", "30", *study, "--commit", "HEAD", "--", *LONG)
-    assert started.returncode == 0 and "started fixed (pid" in started.stdout, started.stdout + started.stderr
-    assert sh("start", "fixed", "30", *study, "--commit", "HEAD").returncode == 1   # one slice of a study at a time
+    assert started.returncode == 0 and "started fixed (pid" in started.stdout, (
+        started.stdout + started.stderr
+    )
+    assert (
+        sh("start", "fixed", "30", *study, "--commit", "HEAD").returncode == 1
+    )  # one slice of a study at a time
     log = tmp_path / "grid" / "fixed.log"
     deadline = time.time() + 120
     while "start synthetic_cls" not in log.read_text() and time.time() < deadline:
         time.sleep(0.5)
     status = sh("status", "fixed", *study)
-    assert "fixed: running" in status.stdout and "[plan] 4 runs of this study" in status.stdout, status.stdout
+    assert "fixed: running" in status.stdout and "[plan] 4 runs of this study" in status.stdout, (
+        status.stdout
+    )
     stopped = sh("stop", "fixed")
-    assert stopped.returncode == 0 and "fixed stopped" in stopped.stdout, stopped.stdout + stopped.stderr
+    assert stopped.returncode == 0 and "fixed stopped" in stopped.stdout, (
+        stopped.stdout + stopped.stderr
+    )
     assert "stopped: SIGTERM" in log.read_text()
     no_trainers_within(root, 5)
     assert "fixed: not running" in sh("status", "fixed", *study).stdout

@@ -1,6 +1,7 @@
 """A sweep keeps going: a diverged job ends as "diverged" with its curve so far, a crashed job as
 "failed" with traceback.txt, bad input fails only its own job, and the multirun's exit status is
 the number of failed jobs. Re-running the sweep skips finished jobs and retries failed ones."""
+
 import math
 import os
 import subprocess
@@ -9,8 +10,14 @@ import sys
 from helpers import TEST_CACHE, run_cli
 from normlab.rundir import read_curves, read_json
 
-SWEEP = ["hydra.mode=MULTIRUN", "task=synthetic_cls", "scale=smoke", "threads=1", "norm=layernorm,rmsnorm,dyt",
-         "seed=1,-1"]
+SWEEP = [
+    "hydra.mode=MULTIRUN",
+    "task=synthetic_cls",
+    "scale=smoke",
+    "threads=1",
+    "norm=layernorm,rmsnorm,dyt",
+    "seed=1,-1",
+]
 # rmsnorm crashes at step 2; dyt's loss turns NaN at step 4 (after the evaluation at step 3).
 FAULTS = "raise:step:2:/rmsnorm/,nan:loss:4:/dyt/"
 
@@ -52,7 +59,9 @@ def test_sweep_survives_crash_divergence_and_bad_input(tmp_path, monkeypatch):
     out = run_cli(SWEEP, tmp_path, check=False)
     assert out.returncode == 3, out.stderr[-3000:]
     assert "already completed, skipped" in out.stdout and "already diverged, skipped" in out.stdout
-    assert {n: (root / n / "seed1" / "summary.json").read_bytes() for n in ("layernorm", "dyt")} == before
+    assert {
+        n: (root / n / "seed1" / "summary.json").read_bytes() for n in ("layernorm", "dyt")
+    } == before
     assert read_json(crashed / "summary.json")["status"] == "completed"
     assert not (crashed / "traceback.txt").exists()
 
@@ -71,10 +80,29 @@ def test_multirun_with_default_paths(tmp_path):
     # working directory (the default root once interpolated ${hydra:runtime.cwd}, which the
     # sweeper cannot resolve: every plain --multirun failed before launching a job)
     env = {**os.environ, "NORMLAB_CACHE": str(TEST_CACHE)}
-    cmd = [sys.executable, "-m", "normlab.train", "--multirun", "task=synthetic_cls", "scale=smoke",
-           "norm=layernorm,dyt", "seed=1", "threads=1", "progress=false"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "normlab.train",
+        "--multirun",
+        "task=synthetic_cls",
+        "scale=smoke",
+        "norm=layernorm,dyt",
+        "seed=1",
+        "threads=1",
+        "progress=false",
+    ]
     out = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     for norm in ("layernorm", "dyt"):
-        summary = read_json(tmp_path / "runs" / "smoke" / "default" / "synthetic_cls" / norm / "seed1" / "summary.json")
+        summary = read_json(
+            tmp_path
+            / "runs"
+            / "smoke"
+            / "default"
+            / "synthetic_cls"
+            / norm
+            / "seed1"
+            / "summary.json"
+        )
         assert summary["status"] == "completed"

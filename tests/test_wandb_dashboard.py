@@ -1,4 +1,5 @@
 """normlab-wandb-dashboard builds the paper's panels as a wandb Report object offline."""
+
 import pytest
 
 from normlab.integrations.wandb_dashboard import GROUPBY, build_report, main
@@ -14,7 +15,9 @@ def grids(report):
 
 def norms_of(rs):
     """The norm.name list of a run set's filter, parsed back by wandb-workspaces itself."""
-    (norm_filter,) = [f for f in expr.string_to_filterexpr_list(rs.filters) if f.key.name == "norm.name"]
+    (norm_filter,) = [
+        f for f in expr.string_to_filterexpr_list(rs.filters) if f.key.name == "norm.name"
+    ]
     return norm_filter.value
 
 
@@ -33,19 +36,29 @@ def test_report_has_the_papers_panels():
         overfit = by_name[f"{task}: Overfitting: LayerNorm vs LayerNorm-simple"]
         assert norms_of(overfit.runsets[0]) == ["layernorm", "layernorm_simple"]
         (plot,) = overfit.panels
-        assert plot.y == ["train/loss", "valid/loss"] and plot.x == "Step" and plot.groupby_rangefunc == "minmax"
+        assert (
+            plot.y == ["train/loss", "valid/loss"]
+            and plot.x == "Step"
+            and plot.groupby_rangefunc == "minmax"
+        )
         detach = by_name[f"{task}: DetachNorm vs LayerNorm-simple vs w/o Norm"]
         assert norms_of(detach.runsets[0]) == ["none", "detachnorm", "layernorm_simple"]
         grad = by_name[f"{task}: gradient statistics"]
         assert norms_of(grad.runsets[0]) == TABLES["table2"][1]
-        assert [p.y for p in grad.panels] == [["grad/all/in_absmean"], ["grad/all/in_var"],
-                                              ["grad/all/in_var", "grad/all/out_var"]]
+        assert [p.y for p in grad.panels] == [
+            ["grad/all/in_absmean"],
+            ["grad/all/in_var"],
+            ["grad/all/in_var", "grad/all/out_var"],
+        ]
         assert all(p.log_y for p in grad.panels)
 
 
 def test_without_group_and_scale_no_such_filter():
     rs = grids(build_report("me", "p", group=None, tasks=["rt"]))[0].runsets[0]
-    assert {f.key.name for f in expr.string_to_filterexpr_list(rs.filters)} == {"norm.name", "task.name"}
+    assert {f.key.name for f in expr.string_to_filterexpr_list(rs.filters)} == {
+        "norm.name",
+        "task.name",
+    }
 
 
 def test_bad_input_is_named():

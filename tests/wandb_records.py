@@ -2,6 +2,7 @@
 transaction log, so this decodes its LevelDB-style framing (7-byte file header, 32 KiB blocks,
 records split into FULL/FIRST/MIDDLE/LAST chunks with 7-byte headers) into wandb's own protobuf
 ``Record`` messages."""
+
 from __future__ import annotations
 
 import json
@@ -14,6 +15,7 @@ FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
 
 def records(path: Path):
     from wandb.proto import wandb_internal_pb2 as pb
+
     data = Path(path).read_bytes()
     assert data[:4] == b":W&B", f"{path} is not a wandb transaction log"
     pos, parts = HEADER, []
@@ -22,11 +24,11 @@ def records(path: Path):
         if left < HEADER:  # the block's tail is padding
             pos += left
             continue
-        _, length, kind = struct.unpack("<IHB", data[pos:pos + HEADER])
+        _, length, kind = struct.unpack("<IHB", data[pos : pos + HEADER])
         if kind == 0 and length == 0:  # zero padding at the end of a block
             pos += left
             continue
-        chunk, pos = data[pos + HEADER:pos + HEADER + length], pos + HEADER + length
+        chunk, pos = data[pos + HEADER : pos + HEADER + length], pos + HEADER + length
         parts.append(chunk)
         if kind in (FULL, LAST):
             r = pb.Record()
@@ -49,8 +51,12 @@ def offline_run(run_dir: Path) -> dict:
                 key = "/".join(item.nested_key) if item.nested_key else item.key
                 out["summary"][key] = json.loads(item.value_json)
         elif kind == "history":
-            out["history"].append({("/".join(i.nested_key) if i.nested_key else i.key): json.loads(i.value_json)
-                                   for i in r.history.item})
+            out["history"].append(
+                {
+                    ("/".join(i.nested_key) if i.nested_key else i.key): json.loads(i.value_json)
+                    for i in r.history.item
+                }
+            )
         elif kind == "metric":
             out["metrics"].append(r.metric)
         elif kind == "artifact":

@@ -37,7 +37,9 @@ class NormlabSweeperConf:
     params: Optional[Dict[str, str]] = None
 
 
-ConfigStore.instance().store(group="hydra/sweeper", name="normlab", node=NormlabSweeperConf, provider="normlab")
+ConfigStore.instance().store(
+    group="hydra/sweeper", name="normlab", node=NormlabSweeperConf, provider="normlab"
+)
 
 
 def runs(flags: Sequence[bool]) -> List[range]:
@@ -54,10 +56,13 @@ def runs(flags: Sequence[bool]) -> List[range]:
 
 class NormlabSweeper(BasicSweeper):
     def sweep(self, arguments: List[str]) -> Any:
-        assert self.config is not None and self.launcher is not None and self.hydra_context is not None
+        assert (
+            self.config is not None and self.launcher is not None and self.hydra_context is not None
+        )
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
-        self.overrides = self.split_arguments(parser.parse_overrides(self._parse_config() + list(arguments)),
-                                              self.max_batch_size)
+        self.overrides = self.split_arguments(
+            parser.parse_overrides(self._parse_config() + list(arguments)), self.max_batch_size
+        )
         sweep_dir = Path(self.config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
@@ -70,10 +75,12 @@ class NormlabSweeper(BasicSweeper):
             results: List[Optional[JobReturn]] = [self._compose_error(o) for o in batch]
             errors += [r._return_value for r in results if r is not None]
             for span in runs([r is None for r in results]):
-                launched = self.launcher.launch([batch[i] for i in span], initial_job_idx=first + span.start)
+                launched = self.launcher.launch(
+                    [batch[i] for i in span], initial_job_idx=first + span.start
+                )
                 for r in launched:
                     _ = r.return_value  # as the basic sweeper: a job that raised ends the sweep
-                results[span.start:span.stop] = launched
+                results[span.start : span.stop] = launched
             first += len(batch)
             returns.append(results)
         if errors and not self._summary_counts_them():
@@ -82,20 +89,23 @@ class NormlabSweeper(BasicSweeper):
 
     def _summary_counts_them(self) -> bool:
         callbacks = self.config.hydra.get("callbacks") or {}
-        return any(str(c.get("_target_", "")) == SUMMARY for c in callbacks.values() if c is not None)
+        return any(
+            str(c.get("_target_", "")) == SUMMARY for c in callbacks.values() if c is not None
+        )
 
     def _compose_error(self, overrides: Sequence[str]) -> Optional[JobReturn]:
         """None if the point composes, else a FAILED JobReturn holding the error (reported here)."""
         try:
             self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
             return None
-        except Exception as e:   # Hydra's composition errors have no common base class
+        except Exception as e:  # Hydra's composition errors have no common base class
             point = " ".join(overrides)
             cause = str(e.__cause__).splitlines()[0] if e.__cause__ else ""
             message = " ".join(f"{e} {cause}".split()).split(" Config search path:")[0]
-            if self._summary_counts_them():   # normlab's own app: add its key hints, count the point
+            if self._summary_counts_them():  # normlab's own app: add its key hints, count the point
                 from normlab.callbacks import INVALID_POINTS
                 from normlab.hints import explain_unknown_keys
+
                 message += "".join(f"\n  {h}" for h in explain_unknown_keys(list(overrides)))
                 INVALID_POINTS.append((point, message))
             print(f"[normlab] sweep point not run: {point}\n  {message}", file=sys.stderr)

@@ -1,4 +1,5 @@
 """Length-bucketed batching (by example count or token budget) and padding."""
+
 from __future__ import annotations
 
 from typing import Callable, Optional, Sequence
@@ -6,8 +7,13 @@ from typing import Callable, Optional, Sequence
 import torch
 
 
-def bucket_batches(lengths: torch.Tensor, batch_size: int = 0, max_tokens: int = 0,
-                   generator: Optional[torch.Generator] = None, bucket: int = 100) -> list[torch.Tensor]:
+def bucket_batches(
+    lengths: torch.Tensor,
+    batch_size: int = 0,
+    max_tokens: int = 0,
+    generator: Optional[torch.Generator] = None,
+    bucket: int = 100,
+) -> list[torch.Tensor]:
     """Index batches of similar lengths. With a generator: shuffled examples and batch order
     (a pure function of the generator's seed); without: sorted by length, for evaluation.
 
@@ -15,7 +21,9 @@ def bucket_batches(lengths: torch.Tensor, batch_size: int = 0, max_tokens: int =
     ``batch_size`` caps the number of examples. At least one of them must be set.
     """
     if batch_size <= 0 and max_tokens <= 0:
-        raise ValueError("set a positive batch_size or max_tokens (task.data.batch_size / max_tokens)")
+        raise ValueError(
+            "set a positive batch_size or max_tokens (task.data.batch_size / max_tokens)"
+        )
     n = lengths.numel()
     if generator is not None:
         order = torch.randperm(n, generator=generator)
@@ -30,7 +38,9 @@ def bucket_batches(lengths: torch.Tensor, batch_size: int = 0, max_tokens: int =
     for i, ln in enumerate(lens):
         new_max = max(cur_max, ln)
         size = i - start + 1
-        if i > start and ((batch_size and size > batch_size) or (max_tokens and new_max * size > max_tokens)):
+        if i > start and (
+            (batch_size and size > batch_size) or (max_tokens and new_max * size > max_tokens)
+        ):
             batches.append(order[start:i])
             start, new_max = i, ln
         cur_max = new_max
@@ -49,14 +59,16 @@ def pad(seqs: Sequence[torch.Tensor], pad_id: int, max_len: int = 0) -> torch.Te
     T = max(len(s) for s in seqs)
     out = torch.full((len(seqs), T), pad_id, dtype=torch.int64)
     for i, s in enumerate(seqs):
-        out[i, :len(s)] = s
+        out[i, : len(s)] = s
     return out
 
 
 class LazyBatches(Sequence):
     """A list of index batches that collates on access, so an epoch costs no memory up front."""
 
-    def __init__(self, index_batches: list[torch.Tensor], collate: Callable[[torch.Tensor], object]):
+    def __init__(
+        self, index_batches: list[torch.Tensor], collate: Callable[[torch.Tensor], object]
+    ):
         self.index_batches, self.collate = index_batches, collate
 
     def __len__(self) -> int:

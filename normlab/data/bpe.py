@@ -15,6 +15,7 @@ same text can order tied merges differently (and, at the cut-off, pick different
 The learned merges are therefore cached on disk and shared by every run that reads the same
 files with the same options; the prepare script writes them as ``code`` for the same reason.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,8 @@ from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 from ..progress import bars_enabled
 from .cache import cached
 
-SUFFIX = "</w>"   # subword-nmt's end-of-word marker
-MARK = "@@"       # subword-nmt's continuation mark on every piece but a word's last
+SUFFIX = "</w>"  # subword-nmt's end-of-word marker
+MARK = "@@"  # subword-nmt's continuation mark on every piece but a word's last
 
 
 def remove_bpe(line: str) -> str:
@@ -68,8 +69,12 @@ class JointBPE:
         if merges < 0:
             raise ValueError(f"task.data.bpe.merges must be >= 0, got {merges}")
         tok = _tokenizer(models.BPE(end_of_word_suffix=SUFFIX))
-        trainer = trainers.BpeTrainer(vocab_size=len(_symbols(lines)) + merges, min_frequency=min_frequency,
-                                      end_of_word_suffix=SUFFIX, show_progress=bars_enabled())
+        trainer = trainers.BpeTrainer(
+            vocab_size=len(_symbols(lines)) + merges,
+            min_frequency=min_frequency,
+            end_of_word_suffix=SUFFIX,
+            show_progress=bars_enabled(),
+        )
         tok.train_from_iterator(lines, trainer)
         learned = json.loads(tok.to_str())["model"]["merges"]
         return cls([tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in learned])
@@ -82,7 +87,9 @@ class JointBPE:
         for a, b in self.merges:
             for sym in (a, b, a + b):
                 vocab.setdefault(sym, len(vocab))
-        tok = _tokenizer(models.BPE(vocab=vocab, merges=list(self.merges), end_of_word_suffix=SUFFIX))
+        tok = _tokenizer(
+            models.BPE(vocab=vocab, merges=list(self.merges), end_of_word_suffix=SUFFIX)
+        )
         out = []
         for enc in tok.encode_batch(list(lines), add_special_tokens=False):
             out.append([p[: -len(SUFFIX)] if p.endswith(SUFFIX) else p + MARK for p in enc.tokens])
@@ -105,10 +112,27 @@ class JointBPE:
         return cls(merges)
 
 
-def learn_cached(cache_dir: Path, name: str, files: list[Path], lines: Sequence[str], merges: int,
-                 min_frequency: int = 2, extra: dict | None = None) -> JointBPE:
+def learn_cached(
+    cache_dir: Path,
+    name: str,
+    files: list[Path],
+    lines: Sequence[str],
+    merges: int,
+    min_frequency: int = 2,
+    extra: dict | None = None,
+) -> JointBPE:
     """Learn once per (source files, options); later runs load the merges from ``cache_dir``."""
-    options = {"merges": merges, "min_frequency": min_frequency, "lines": len(lines), **(extra or {})}
-    data = cached(cache_dir, f"{name}-bpe", files, options,
-                  lambda: {"codes": JointBPE.learn(lines, merges, min_frequency).to_codes()})
+    options = {
+        "merges": merges,
+        "min_frequency": min_frequency,
+        "lines": len(lines),
+        **(extra or {}),
+    }
+    data = cached(
+        cache_dir,
+        f"{name}-bpe",
+        files,
+        options,
+        lambda: {"codes": JointBPE.learn(lines, merges, min_frequency).to_codes()},
+    )
     return JointBPE.from_codes(data["codes"])

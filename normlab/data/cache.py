@@ -1,4 +1,5 @@
 """On-disk cache of preprocessed tensors, keyed by the source files and the options used."""
+
 from __future__ import annotations
 
 import hashlib
@@ -15,12 +16,18 @@ CACHE_VERSION = 2  # bump when a reader's output changes, so stale caches are re
 
 
 def cache_key(files: list[Path], options: dict) -> str:
-    stats = [(str(Path(f).resolve()), Path(f).stat().st_size, Path(f).stat().st_mtime_ns) for f in files]
-    blob = json.dumps({"v": CACHE_VERSION, "files": stats, "options": options}, sort_keys=True, default=str)
+    stats = [
+        (str(Path(f).resolve()), Path(f).stat().st_size, Path(f).stat().st_mtime_ns) for f in files
+    ]
+    blob = json.dumps(
+        {"v": CACHE_VERSION, "files": stats, "options": options}, sort_keys=True, default=str
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def cached(cache_dir: Path, name: str, files: list[Path], options: dict, build: Callable[[], dict]) -> dict:
+def cached(
+    cache_dir: Path, name: str, files: list[Path], options: dict, build: Callable[[], dict]
+) -> dict:
     """``build()`` once, then load its dict of tensors/lists/strings from ``cache_dir``."""
     path = Path(cache_dir) / f"{name}-{cache_key(files, options)}.pt"
     if path.exists():

@@ -6,6 +6,7 @@ Each returns ``{split: (texts, labels)}`` for train/valid/test and a note on the
   hold-out of train (``valid_size`` rows) is our validation set.
 - IMDB (aclImdb/ or the .tar.gz): official 25k/25k; a seeded hold-out of train is validation.
 """
+
 from __future__ import annotations
 
 import tarfile
@@ -21,11 +22,11 @@ Split = dict[str, tuple[list[str], list[int]]]
 # The command that prepares each task's folder ({dir}: the task's data folder), quoted by errors.
 PREPARE = {
     "rt": "mkdir -p {dir} && curl -L http://www.cs.cornell.edu/people/pabo/movie-review-data/"
-          "rt-polaritydata.tar.gz | tar -xz --strip-components=1 -C {dir}",
+    "rt-polaritydata.tar.gz | tar -xz --strip-components=1 -C {dir}",
     "sst2": "curl -LO https://dl.fbaipublicfiles.com/glue/data/SST-2.zip && "
-            "unzip -j SST-2.zip 'SST-2/*.tsv' -d {dir}",
+    "unzip -j SST-2.zip 'SST-2/*.tsv' -d {dir}",
     "imdb": "mkdir -p {dir} && curl -L -o {dir}/aclImdb_v1.tar.gz "
-            "https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz",
+    "https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz",
 }
 
 
@@ -41,14 +42,18 @@ def _need(path: Path, prepare: str) -> Path:
 
 def _decode(raw: bytes, path, encoding: str = "utf-8") -> str:
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in raw[:4096]:
-        raise DataError(f"{path}: looks like UTF-16/32 (a byte-order mark or NUL bytes); "
-                        f"re-encode the file as {encoding}, e.g. iconv -f UTF-16 -t UTF-8")
+        raise DataError(
+            f"{path}: looks like UTF-16/32 (a byte-order mark or NUL bytes); "
+            f"re-encode the file as {encoding}, e.g. iconv -f UTF-16 -t UTF-8"
+        )
     try:
         return raw.decode(encoding)
     except UnicodeDecodeError as e:
         line = raw.count(b"\n", 0, e.start) + 1
-        raise DataError(f"{path}:{line}: byte {raw[e.start]:#04x} (offset {e.start}) is not valid {encoding} "
-                        f"({e.reason}); re-encode the file as {encoding}") from None
+        raise DataError(
+            f"{path}:{line}: byte {raw[e.start]:#04x} (offset {e.start}) is not valid {encoding} "
+            f"({e.reason}); re-encode the file as {encoding}"
+        ) from None
 
 
 def _holdout(texts, labels, n_hold: int, seed: int):
@@ -89,11 +94,15 @@ def read_rt(root: Path, split_seed: int = 0) -> tuple[Split, str]:
 def _read_tsv(path: Path) -> tuple[list[str], list[int]]:
     lines = _decode(path.read_bytes(), path).split("\n")
     if not lines or not lines[0].strip():
-        raise DataError(f"{path} is empty; expected a GLUE SST-2 TSV with header 'sentence<TAB>label'")
+        raise DataError(
+            f"{path} is empty; expected a GLUE SST-2 TSV with header 'sentence<TAB>label'"
+        )
     header = [h.strip() for h in lines[0].rstrip("\r").split("\t")]
     if "label" not in header or "sentence" not in header:
-        raise DataError(f"{path}:1: header {header} has no 'sentence' and 'label' columns; "
-                        "use the labeled GLUE train.tsv/dev.tsv (test.tsv has no labels)")
+        raise DataError(
+            f"{path}:1: header {header} has no 'sentence' and 'label' columns; "
+            "use the labeled GLUE train.tsv/dev.tsv (test.tsv has no labels)"
+        )
     si, li = header.index("sentence"), header.index("label")
     texts, labels = [], []
     for no, line in enumerate(lines[1:], start=2):
@@ -102,11 +111,15 @@ def _read_tsv(path: Path) -> tuple[list[str], list[int]]:
             continue
         cols = line.split("\t")
         if len(cols) != len(header):
-            raise DataError(f"{path}:{no}: expected {len(header)} tab-separated columns {header}, got "
-                            f"{len(cols)}; the GLUE format has exactly one tab per line: fix or delete that line")
+            raise DataError(
+                f"{path}:{no}: expected {len(header)} tab-separated columns {header}, got "
+                f"{len(cols)}; the GLUE format has exactly one tab per line: fix or delete that line"
+            )
         if cols[li].strip() not in ("0", "1"):
-            raise DataError(f"{path}:{no}: label {cols[li]!r} is not 0 or 1 (SST-2 is binary: 0 negative, "
-                            "1 positive); fix or delete that line")
+            raise DataError(
+                f"{path}:{no}: label {cols[li]!r} is not 0 or 1 (SST-2 is binary: 0 negative, "
+                "1 positive); fix or delete that line"
+            )
         texts.append(cols[si].strip())
         labels.append(int(cols[li]))
     if not texts:
@@ -118,8 +131,10 @@ def read_sst2(root: Path, valid_size: int = 872, split_seed: int = 0) -> tuple[S
     train = _read_tsv(_need(root / "train.tsv", how("sst2", root)))
     test = _read_tsv(_need(root / "dev.tsv", how("sst2", root)))
     train, valid = _holdout(*train, valid_size, split_seed)
-    note = (f"SST-2: GLUE test is unlabeled, so GLUE dev is reported as test; validation is a seeded "
-            f"hold-out of {valid_size} train rows (split_seed={split_seed})")
+    note = (
+        f"SST-2: GLUE test is unlabeled, so GLUE dev is reported as test; validation is a seeded "
+        f"hold-out of {valid_size} train rows (split_seed={split_seed})"
+    )
     return {"train": train, "valid": valid, "test": test}, note
 
 
@@ -127,22 +142,30 @@ def _imdb_members(root: Path) -> list[tuple[str, bytes]]:
     """(relative path, bytes) of aclImdb/{train,test}/{pos,neg}/*.txt, from the folder or tarball."""
     folder = root / "aclImdb"
     if folder.is_dir():
-        return [(p.relative_to(root).as_posix(), p.read_bytes()) for p in sorted(folder.glob("*/*/*.txt"))]
+        return [
+            (p.relative_to(root).as_posix(), p.read_bytes())
+            for p in sorted(folder.glob("*/*/*.txt"))
+        ]
     for name in ("aclImdb.tar.gz", "aclImdb_v1.tar.gz"):
         path = root / name
         if not path.exists():
             continue
         try:
             with tarfile.open(path, "r:gz") as tar:
-                members = [(m.name, tar.extractfile(m).read()) for m in tar
-                           if m.isfile() and m.name.endswith(".txt")]
+                members = [
+                    (m.name, tar.extractfile(m).read())
+                    for m in tar
+                    if m.isfile() and m.name.endswith(".txt")
+                ]
                 # tarfile stops quietly at a damaged header; reading the gzip stream to its end
                 # makes gzip check its length and CRC, so damage anywhere is an error.
                 while tar.fileobj.read(1 << 20):
                     pass
         except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
-            raise DataError(f"{path} is truncated or corrupt ({type(e).__name__}: {e}); delete it and "
-                            f"download it again. {how('imdb', root)}") from None
+            raise DataError(
+                f"{path} is truncated or corrupt ({type(e).__name__}: {e}); delete it and "
+                f"download it again. {how('imdb', root)}"
+            ) from None
         return members
     raise DataError(f"no aclImdb/ folder or aclImdb.tar.gz in {root}. {how('imdb', root)}")
 
@@ -166,8 +189,9 @@ def read_imdb(root: Path, valid_size: int = 2500, split_seed: int = 0) -> tuple[
     return out, note
 
 
-def synthetic(n_train: int = 4000, n_eval: int = 500, vocab: int = 64, length: int = 24,
-              seed: int = 0) -> tuple[Split, str]:
+def synthetic(
+    n_train: int = 4000, n_eval: int = 500, vocab: int = 64, length: int = 24, seed: int = 0
+) -> tuple[Split, str]:
     """GENERATED data: label = 1 iff tokens from the first quarter of the vocabulary outnumber
     those from the second quarter. Needs attention over the whole sequence; no download."""
     g = torch.Generator().manual_seed(seed)
@@ -179,5 +203,6 @@ def synthetic(n_train: int = 4000, n_eval: int = 500, vocab: int = 64, length: i
         keep = a != b
         toks, labels = toks[keep], (a > b)[keep].long()
         return [" ".join(f"w{t}" for t in row.tolist()) for row in toks], labels.tolist()
+
     note = "GENERATED synthetic counting task (not a real dataset)"
     return {"train": make(n_train), "valid": make(n_eval), "test": make(n_eval)}, note

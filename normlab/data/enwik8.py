@@ -9,6 +9,7 @@ Split: the first 90M bytes train, the next 5M valid, the last 5M test (Transform
 the same 90/5/5 proportions and labeled as a prefix wherever ``note`` is shown: its valid and test
 bytes come from enwik8's training part, so its numbers are not comparable to published ones.
 """
+
 from __future__ import annotations
 
 import zipfile
@@ -23,16 +24,18 @@ from ..errors import DataError
 FULL_SIZE = 100_000_000
 # Looked up in this order: the raw file, the released zip, the prefix shipped for tests.
 SOURCES = ("enwik8", "enwik8.zip", "enwik8_small")
-PREPARE = ("download http://mattmahoney.net/dc/enwik8.zip into that folder (the zip or the unzipped "
-           "raw file 'enwik8' both work)")
+PREPARE = (
+    "download http://mattmahoney.net/dc/enwik8.zip into that folder (the zip or the unzipped "
+    "raw file 'enwik8' both work)"
+)
 
 
 @dataclass
 class Corpus:
-    data: torch.Tensor                      # (n,) uint8, the whole file
-    bounds: dict[str, tuple[int, int]]      # split -> [start, end) byte offsets into ``data``
+    data: torch.Tensor  # (n,) uint8, the whole file
+    bounds: dict[str, tuple[int, int]]  # split -> [start, end) byte offsets into ``data``
     source: Path
-    note: Optional[str]                     # None for the full benchmark file, else what it is
+    note: Optional[str]  # None for the full benchmark file, else what it is
 
     def sizes(self) -> dict[str, int]:
         return {s: b - a for s, (a, b) in self.bounds.items()}
@@ -70,17 +73,21 @@ def load(data_dir: Path) -> Corpus:
     raw = read_bytes(path)
     n = len(raw)
     if n > FULL_SIZE:
-        raise DataError(f"{path} has {n:,} bytes, more than enwik8's {FULL_SIZE:,}: it is not enwik8 "
-                          f"(enwik9?); {PREPARE}")
+        raise DataError(
+            f"{path} has {n:,} bytes, more than enwik8's {FULL_SIZE:,}: it is not enwik8 "
+            f"(enwik9?); {PREPARE}"
+        )
     if n < 1000:
         raise DataError(f"{path} has only {n:,} bytes, too few to split 90/5/5; {PREPARE}")
     bounds = split_bounds(n)
     note = None
     if n < FULL_SIZE:
         sz = {s: f"{b - a:,}" for s, (a, b) in bounds.items()}
-        note = (f"prefix: first {n:,} of enwik8's {FULL_SIZE:,} bytes ({path.name}), split 90/5/5 "
-                f"(train {sz['train']} / valid {sz['valid']} / test {sz['test']} bytes); not the "
-                "standard 90M/5M/5M benchmark split")
+        note = (
+            f"prefix: first {n:,} of enwik8's {FULL_SIZE:,} bytes ({path.name}), split 90/5/5 "
+            f"(train {sz['train']} / valid {sz['valid']} / test {sz['test']} bytes); not the "
+            "standard 90M/5M/5M benchmark split"
+        )
     data = torch.frombuffer(bytearray(raw), dtype=torch.uint8)
     return Corpus(data, bounds, path, note)
 
@@ -104,7 +111,9 @@ def eval_windows(start: int, end: int, length: int) -> list[tuple[int, int]]:
     last byte of the previous split) and every byte of the split is scored: start must be >= 1.
     """
     if start < 1:
-        raise ValueError("evaluation needs the byte before the split as context: start must be >= 1")
+        raise ValueError(
+            "evaluation needs the byte before the split as context: start must be >= 1"
+        )
     if length <= 0:
         raise ValueError(f"window length must be positive, got {length}")
     return [(a, min(a + length, end)) for a in range(start, end, length)]

@@ -10,6 +10,7 @@ Split: the official test set is the test split; validation is the **last 5,000**
 (``valid_size``; train keeps the first 55,000), a fixed hold-out so every run selects its
 checkpoint on the same images and never on the test set.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -24,8 +25,10 @@ from ..errors import DataError
 IMAGES_MAGIC, LABELS_MAGIC = 2051, 2049
 COUNTS = {"train": 60_000, "t10k": 10_000}
 SIDE = 28
-PREPARE = ("download the four files from https://ossci-datasets.s3.amazonaws.com/mnist/ (or "
-           "yann.lecun.com/exdb/mnist/) into that folder; .gz or unpacked both work")
+PREPARE = (
+    "download the four files from https://ossci-datasets.s3.amazonaws.com/mnist/ (or "
+    "yann.lecun.com/exdb/mnist/) into that folder; .gz or unpacked both work"
+)
 
 
 def find(data_dir: Path, stem: str) -> Path:
@@ -44,15 +47,19 @@ def read_idx(path: Path, magic: int) -> torch.Tensor:
     try:
         raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
     except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as e:  # truncated or corrupt .gz
-        raise DataError(f"{path}: cannot decompress ({type(e).__name__}: {e}); the download is truncated "
-                        f"or corrupt, delete it and {PREPARE}") from None
+        raise DataError(
+            f"{path}: cannot decompress ({type(e).__name__}: {e}); the download is truncated "
+            f"or corrupt, delete it and {PREPARE}"
+        ) from None
     if len(raw) < 4:
         raise DataError(f"{path}: {len(raw)} bytes, too short for an IDX header; {PREPARE}")
     (found,) = struct.unpack(">i", raw[:4])
     if found != magic:
-        raise DataError(f"{path}: magic number {found}, expected {magic} "
-                        f"({'images' if magic == IMAGES_MAGIC else 'labels'}); not an MNIST IDX file of "
-                        f"this kind (swapped files, or an HTML error page saved as the file?); {PREPARE}")
+        raise DataError(
+            f"{path}: magic number {found}, expected {magic} "
+            f"({'images' if magic == IMAGES_MAGIC else 'labels'}); not an MNIST IDX file of "
+            f"this kind (swapped files, or an HTML error page saved as the file?); {PREPARE}"
+        )
     ndim = magic & 0xFF
     head = 4 + 4 * ndim
     if len(raw) < head:
@@ -63,18 +70,27 @@ def read_idx(path: Path, magic: int) -> torch.Tensor:
         size *= n
     if len(raw) != head + size:
         what = "truncated" if len(raw) < head + size else "has trailing bytes"
-        raise DataError(f"{path}: {what}: {len(raw) - head:,} data bytes, header {dims} needs {size:,}; "
-                        f"{PREPARE}")
+        raise DataError(
+            f"{path}: {what}: {len(raw) - head:,} data bytes, header {dims} needs {size:,}; "
+            f"{PREPARE}"
+        )
     return torch.frombuffer(bytearray(memoryview(raw)[head:]), dtype=torch.uint8).reshape(dims)
 
 
 def files(data_dir: Path) -> dict[str, tuple[Path, Path]]:
     """part ('train', 't10k') -> (images file, labels file); DataError if the folder or a file is missing."""
     if not Path(data_dir).is_dir():
-        raise DataError(f"MNIST folder {data_dir} does not exist; set NORMLAB_DATA (or paths.data_dir) to the "
-                        f"folder that holds 'mnist/', and {PREPARE}")
-    return {part: (find(data_dir, f"{part}-images-idx3-ubyte"), find(data_dir, f"{part}-labels-idx1-ubyte"))
-            for part in COUNTS}
+        raise DataError(
+            f"MNIST folder {data_dir} does not exist; set NORMLAB_DATA (or paths.data_dir) to the "
+            f"folder that holds 'mnist/', and {PREPARE}"
+        )
+    return {
+        part: (
+            find(data_dir, f"{part}-images-idx3-ubyte"),
+            find(data_dir, f"{part}-labels-idx1-ubyte"),
+        )
+        for part in COUNTS
+    }
 
 
 def read_part(img_path: Path, lab_path: Path, part: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -82,8 +98,10 @@ def read_part(img_path: Path, lab_path: Path, part: str) -> tuple[torch.Tensor, 
     images, labels = read_idx(img_path, IMAGES_MAGIC), read_idx(lab_path, LABELS_MAGIC)
     n = COUNTS[part]
     if tuple(images.shape) != (n, SIDE, SIDE):
-        raise DataError(f"{img_path}: shape {tuple(images.shape)}, expected ({n}, {SIDE}, {SIDE}) for MNIST "
-                        f"{part}; {PREPARE}")
+        raise DataError(
+            f"{img_path}: shape {tuple(images.shape)}, expected ({n}, {SIDE}, {SIDE}) for MNIST "
+            f"{part}; {PREPARE}"
+        )
     if tuple(labels.shape) != (n,):
         raise DataError(f"{lab_path}: {labels.shape[0]:,} labels, expected {n:,}; {PREPARE}")
     if int(labels.max()) > 9:

@@ -6,6 +6,7 @@ root, or a cycle raises DataError naming the file and line). Several roots are a
 readers (some conversions have them); the parser's oracle skips such trees (transitions.py).
 ``.mrg`` constituency trees become dependencies through Collins' head rules (ptb_heads.py).
 """
+
 from __future__ import annotations
 
 import re
@@ -25,9 +26,9 @@ PUNCT_TAGS = frozenset({"``", "''", ",", ".", ":", "PUNCT"})
 class Sentence:
     words: list[str]
     tags: list[str]
-    heads: list[int]                 # head of token i+1 (1-based positions); 0 = the root
-    labels: Optional[list[str]]      # relation labels, None when the source has none
-    where: str = ""                  # "file:line" of the first token, for messages
+    heads: list[int]  # head of token i+1 (1-based positions); 0 = the root
+    labels: Optional[list[str]]  # relation labels, None when the source has none
+    where: str = ""  # "file:line" of the first token, for messages
 
 
 def check_heads(heads: list[int], path, lines: list[int]) -> None:
@@ -35,10 +36,14 @@ def check_heads(heads: list[int], path, lines: list[int]) -> None:
     n = len(heads)
     for i, h in enumerate(heads):
         if not 0 <= h <= n or h == i + 1:
-            raise DataError(f"{path}:{lines[i]}: token {i + 1} has head {h}, but heads must lie in 0..{n} "
-                            f"(0 = root) and differ from the token itself; fix the HEAD column")
+            raise DataError(
+                f"{path}:{lines[i]}: token {i + 1} has head {h}, but heads must lie in 0..{n} "
+                f"(0 = root) and differ from the token itself; fix the HEAD column"
+            )
     if 0 not in heads:
-        raise DataError(f"{path}:{lines[0]}: the sentence starting here has no root (no token with head 0)")
+        raise DataError(
+            f"{path}:{lines[0]}: the sentence starting here has no root (no token with head 0)"
+        )
     state = [0] * (n + 1)  # 0 unvisited, 1 on the current path, 2 reaches the root
     state[0] = 2
     for start in range(1, n + 1):
@@ -48,8 +53,10 @@ def check_heads(heads: list[int], path, lines: list[int]) -> None:
             path_nodes.append(x)
             x = heads[x - 1]
         if state[x] == 1:
-            raise DataError(f"{path}:{lines[x - 1]}: token {x} lies on a head cycle (it does not reach the "
-                            f"root); fix the HEAD column of that sentence")
+            raise DataError(
+                f"{path}:{lines[x - 1]}: token {x} lies on a head cycle (it does not reach the "
+                f"root); fix the HEAD column of that sentence"
+            )
         for y in path_nodes:
             state[y] = 2
 
@@ -58,14 +65,18 @@ def _lines(path: Path) -> list[str]:
     try:
         return Path(path).read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as e:
-        raise DataError(f"{path}: byte {e.start} is not valid UTF-8; re-encode the file as UTF-8") from None
+        raise DataError(
+            f"{path}: byte {e.start} is not valid UTF-8; re-encode the file as UTF-8"
+        ) from None
 
 
 def _int(value: str, path, line: int, column: str) -> int:
     try:
         return int(value)
     except ValueError:
-        raise DataError(f"{path}:{line}: {column} column is {value!r}, expected an integer") from None
+        raise DataError(
+            f"{path}:{line}: {column} column is {value!r}, expected an integer"
+        ) from None
 
 
 def _finish(rows: list, path, out: list[Sentence]) -> None:
@@ -77,8 +88,15 @@ def _finish(rows: list, path, out: list[Sentence]) -> None:
     check_heads(heads, path, lines)
     labels = [r[4] for r in rows]
     labeled = all(lb not in (None, "_") for lb in labels)
-    out.append(Sentence([r[1] for r in rows], [r[2] for r in rows], heads, labels if labeled else None,
-                        f"{path}:{lines[0]}"))
+    out.append(
+        Sentence(
+            [r[1] for r in rows],
+            [r[2] for r in rows],
+            heads,
+            labels if labeled else None,
+            f"{path}:{lines[0]}",
+        )
+    )
 
 
 def _read_sentences(path, row) -> list[Sentence]:
@@ -104,6 +122,7 @@ def read_conll(path) -> list[Sentence]:
     The fine PTB tag (column 5) is used, or column 4 where column 5 is ``_``. CoNLL-U comment
     lines, multiword-token ranges (``3-4``) and empty nodes (``5.1``) are skipped.
     """
+
     def row(ln: int, raw: str, rows: list):
         if raw.startswith("#") and not rows:
             return None
@@ -111,14 +130,18 @@ def read_conll(path) -> list[Sentence]:
         if len(cols) < 8:
             cols = raw.split()
         if len(cols) < 8:
-            raise DataError(f"{path}:{ln}: {len(cols)} columns, but CoNLL-X/U lines have 10 tab-separated "
-                            "columns (ID FORM LEMMA CPOS POS FEATS HEAD DEPREL PHEAD PDEPREL)")
+            raise DataError(
+                f"{path}:{ln}: {len(cols)} columns, but CoNLL-X/U lines have 10 tab-separated "
+                "columns (ID FORM LEMMA CPOS POS FEATS HEAD DEPREL PHEAD PDEPREL)"
+            )
         if "-" in cols[0] or "." in cols[0]:
             return None
         idx = _int(cols[0], path, ln, "ID")
         if idx != len(rows) + 1:
-            raise DataError(f"{path}:{ln}: token ID {idx}, expected {len(rows) + 1} (IDs count 1, 2, ... "
-                            "within a sentence; is a blank line between sentences missing?)")
+            raise DataError(
+                f"{path}:{ln}: token ID {idx}, expected {len(rows) + 1} (IDs count 1, 2, ... "
+                "within a sentence; is a blank line between sentences missing?)"
+            )
         tag = cols[4] if cols[4] != "_" else cols[3]
         return ln, cols[1], tag, _int(cols[6], path, ln, "HEAD"), cols[7]
 
@@ -127,12 +150,21 @@ def read_conll(path) -> list[Sentence]:
 
 def read_malt_tab(path) -> list[Sentence]:
     """Malt-TAB (the NLTK ``.dp`` files): ``form POS head [label]``, blank line between sentences."""
+
     def row(ln: int, raw: str, rows: list):
         cols = raw.split("\t")
         if len(cols) not in (3, 4):
-            raise DataError(f"{path}:{ln}: {len(cols)} tab-separated columns, but Malt-TAB lines have 3 "
-                            "(form, POS, head) or 4 (plus a relation label)")
-        return ln, cols[0], cols[1], _int(cols[2], path, ln, "head"), cols[3] if len(cols) == 4 else None
+            raise DataError(
+                f"{path}:{ln}: {len(cols)} tab-separated columns, but Malt-TAB lines have 3 "
+                "(form, POS, head) or 4 (plus a relation label)"
+            )
+        return (
+            ln,
+            cols[0],
+            cols[1],
+            _int(cols[2], path, ln, "head"),
+            cols[3] if len(cols) == 4 else None,
+        )
 
     return _read_sentences(path, row)
 
@@ -152,15 +184,17 @@ READERS = {"dp": read_malt_tab, "conll": read_conll, "mrg": read_mrg}
 
 # --- splits --------------------------------------------------------------------------------------
 
-SAMPLE_SPLIT = {"train": (1, 159), "valid": (160, 179), "test": (180, 199)}     # NLTK sample, by file
-WSJ_SPLIT = {"train": (2, 21), "valid": (22, 22), "test": (23, 23)}            # standard, by section
+SAMPLE_SPLIT = {"train": (1, 159), "valid": (160, 179), "test": (180, 199)}  # NLTK sample, by file
+WSJ_SPLIT = {"train": (2, 21), "valid": (22, 22), "test": (23, 23)}  # standard, by section
 
 
 def wsj_number(path: Path) -> int:
     m = re.match(r"wsj_(\d{4})", Path(path).name)
     if not m:
-        raise DataError(f"{path}: expected a WSJ file name wsj_SSNN.* (SS = section) to split by file; "
-                        "use data.format=conll with one file per split instead")
+        raise DataError(
+            f"{path}: expected a WSJ file name wsj_SSNN.* (SS = section) to split by file; "
+            "use data.format=conll with one file per split instead"
+        )
     return int(m.group(1))
 
 
@@ -177,13 +211,23 @@ def split_by_file(paths: list[Path], scheme: str = "auto") -> tuple[dict[str, li
         scheme = "wsj" if {2, 22, 23} <= sections else "sample"
     if scheme not in ("sample", "wsj"):
         raise DataError(f"task.data.split must be auto, sample or wsj, got {scheme!r}")
-    ranges, key = (SAMPLE_SPLIT, lambda n: n) if scheme == "sample" else (WSJ_SPLIT, lambda n: n // 100)
-    out = {s: sorted(p for p, n in numbers.items() if lo <= key(n) <= hi) for s, (lo, hi) in ranges.items()}
+    ranges, key = (
+        (SAMPLE_SPLIT, lambda n: n) if scheme == "sample" else (WSJ_SPLIT, lambda n: n // 100)
+    )
+    out = {
+        s: sorted(p for p, n in numbers.items() if lo <= key(n) <= hi)
+        for s, (lo, hi) in ranges.items()
+    }
     for s, files in out.items():
         if not files:
-            raise DataError(f"no files for the {s} split of the {scheme} scheme among {len(paths)} files "
-                            f"(wsj numbers {min(numbers.values(), default=0):04d}-"
-                            f"{max(numbers.values(), default=0):04d})")
-    note = ("NLTK 10% PTB sample split by file: wsj_0001-0159 train, wsj_0160-0179 valid, wsj_0180-0199 test"
-            if scheme == "sample" else "standard WSJ split: sections 02-21 train, 22 valid, 23 test")
+            raise DataError(
+                f"no files for the {s} split of the {scheme} scheme among {len(paths)} files "
+                f"(wsj numbers {min(numbers.values(), default=0):04d}-"
+                f"{max(numbers.values(), default=0):04d})"
+            )
+    note = (
+        "NLTK 10% PTB sample split by file: wsj_0001-0159 train, wsj_0160-0179 valid, wsj_0180-0199 test"
+        if scheme == "sample"
+        else "standard WSJ split: sections 02-21 train, 22 valid, 23 test"
+    )
     return out, note

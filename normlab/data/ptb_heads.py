@@ -9,6 +9,7 @@
 The result is unlabeled (relation labels are not part of the Collins table) and projective.
 ``ptb.read_mrg`` wraps the result in validated ``Sentence``s.
 """
+
 from __future__ import annotations
 
 import re
@@ -20,27 +21,77 @@ from ..errors import DataError
 # children left to right for the first label of the list, then the second, ...; "right" scans
 # right to left. NP has its own rule (_NP_RULE).
 HEAD_RULES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "ADJP": ("left", ("NNS", "QP", "NN", "$", "ADVP", "JJ", "VBN", "VBG", "ADJP", "JJR", "NP", "JJS", "DT",
-                      "FW", "RBR", "RBS", "SBAR", "RB")),
-    "ADVP": ("right", ("RB", "RBR", "RBS", "FW", "ADVP", "TO", "CD", "JJR", "JJ", "IN", "NP", "JJS", "NN")),
+    "ADJP": (
+        "left",
+        (
+            "NNS",
+            "QP",
+            "NN",
+            "$",
+            "ADVP",
+            "JJ",
+            "VBN",
+            "VBG",
+            "ADJP",
+            "JJR",
+            "NP",
+            "JJS",
+            "DT",
+            "FW",
+            "RBR",
+            "RBS",
+            "SBAR",
+            "RB",
+        ),
+    ),
+    "ADVP": (
+        "right",
+        ("RB", "RBR", "RBS", "FW", "ADVP", "TO", "CD", "JJR", "JJ", "IN", "NP", "JJS", "NN"),
+    ),
     "CONJP": ("right", ("CC", "RB", "IN")),
     "FRAG": ("right", ()),
     "INTJ": ("left", ()),
     "LST": ("right", ("LS", ":")),
-    "NAC": ("left", ("NN", "NNS", "NNP", "NNPS", "NP", "NAC", "EX", "$", "CD", "QP", "PRP", "VBG", "JJ", "JJS",
-                     "JJR", "ADJP", "FW")),
+    "NAC": (
+        "left",
+        (
+            "NN",
+            "NNS",
+            "NNP",
+            "NNPS",
+            "NP",
+            "NAC",
+            "EX",
+            "$",
+            "CD",
+            "QP",
+            "PRP",
+            "VBG",
+            "JJ",
+            "JJS",
+            "JJR",
+            "ADJP",
+            "FW",
+        ),
+    ),
     "PP": ("right", ("IN", "TO", "VBG", "VBN", "RP", "FW")),
     "PRN": ("left", ()),
     "PRT": ("right", ("RP",)),
     "QP": ("left", ("$", "IN", "NNS", "NN", "JJ", "RB", "DT", "CD", "NCD", "QP", "JJR", "JJS")),
     "RRC": ("right", ("VP", "NP", "ADVP", "ADJP", "PP")),
     "S": ("left", ("TO", "IN", "VP", "S", "SBAR", "ADJP", "UCP", "NP")),
-    "SBAR": ("left", ("WHNP", "WHPP", "WHADVP", "WHADJP", "IN", "DT", "S", "SQ", "SINV", "SBAR", "FRAG")),
+    "SBAR": (
+        "left",
+        ("WHNP", "WHPP", "WHADVP", "WHADJP", "IN", "DT", "S", "SQ", "SINV", "SBAR", "FRAG"),
+    ),
     "SBARQ": ("left", ("SQ", "S", "SINV", "SBARQ", "FRAG")),
     "SINV": ("left", ("VBZ", "VBD", "VBP", "VB", "MD", "VP", "S", "SINV", "ADJP", "NP")),
     "SQ": ("left", ("VBZ", "VBD", "VBP", "VB", "MD", "VP", "SQ")),
     "UCP": ("right", ()),
-    "VP": ("left", ("TO", "VBD", "VBN", "MD", "VBZ", "VB", "VBG", "VBP", "VP", "ADJP", "NN", "NNS", "NP")),
+    "VP": (
+        "left",
+        ("TO", "VBD", "VBN", "MD", "VBZ", "VB", "VBG", "VBP", "VP", "ADJP", "NN", "NNS", "NP"),
+    ),
     "WHADJP": ("left", ("CC", "WRB", "JJ", "ADJP")),
     "WHADVP": ("right", ("CC", "WRB")),
     "WHNP": ("left", ("WDT", "WP", "WP$", "WHADJP", "WHPP", "WHNP")),
@@ -54,7 +105,11 @@ class _Node:
     __slots__ = ("label", "children", "index")
 
     def __init__(self, label: str, children: list, index: int = 0):
-        self.label, self.children, self.index = label, children, index  # index: 1-based leaf position
+        self.label, self.children, self.index = (
+            label,
+            children,
+            index,
+        )  # index: 1-based leaf position
 
 
 def _parse_trees(text: str, path) -> list[tuple[_Node, int]]:
@@ -74,7 +129,9 @@ def _parse_trees(text: str, path) -> list[tuple[_Node, int]]:
             label, kids = stack.pop()
             words = [k for k in kids if isinstance(k, str)]
             if words and (len(kids) != 1 or label is None):
-                raise DataError(f"{path}:{line}: a leaf must look like (TAG word); got ({label} {' '.join(words)})")
+                raise DataError(
+                    f"{path}:{line}: a leaf must look like (TAG word); got ({label} {' '.join(words)})"
+                )
             node = _Node(label, kids[0]) if words else _Node(label or "", kids)
             if stack:
                 stack[-1][1].append(node)
@@ -114,8 +171,13 @@ def _edge(labels: list[str], direction: str) -> int:
     return h if h is not None else (0 if direction == "left" else len(labels) - 1)
 
 
-_NP_RULE = (("right", {"NN", "NNP", "NNPS", "NNS", "NX", "POS", "JJR"}), ("left", {"NP"}),
-            ("right", {"$", "ADJP", "PRN"}), ("right", {"CD"}), ("right", {"JJ", "JJS", "RB", "QP"}))
+_NP_RULE = (
+    ("right", {"NN", "NNP", "NNPS", "NNS", "NX", "POS", "JJR"}),
+    ("left", {"NP"}),
+    ("right", {"$", "ADJP", "PRN"}),
+    ("right", {"CD"}),
+    ("right", {"JJ", "JJS", "RB", "QP"}),
+)
 
 
 def head_child(label: str, labels: list[str]) -> int:
@@ -124,7 +186,11 @@ def head_child(label: str, labels: list[str]) -> int:
         return 0
     if label in ("NP", "NX"):  # Collins' NP rule (NX, a nominal below NP, takes it too)
         last = _edge(labels, "right")
-        candidates = [last] if labels[last] == "POS" else [_first(labels, d, g) for d, g in _NP_RULE] + [last]
+        candidates = (
+            [last]
+            if labels[last] == "POS"
+            else [_first(labels, d, g) for d, g in _NP_RULE] + [last]
+        )
     else:
         direction, wanted = HEAD_RULES.get(label, ("left", ()))
         candidates = [_first(labels, direction, {w}) for w in wanted] + [_edge(labels, direction)]

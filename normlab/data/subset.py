@@ -6,6 +6,7 @@ means "all". ``check_cap`` validates it with an error that names the key and the
 count; ``seeded_subset`` picks which examples a cap keeps. Every task that applies a cap says so
 in ``data_info`` (its ``subset`` sentence and ``sizes``), so every table labels the subset.
 """
+
 from __future__ import annotations
 
 import torch
@@ -24,10 +25,14 @@ def check_cap(value, key: str, available: int, what: str, minimum: int = 1) -> i
     if cap < 0:
         raise ConfigError(f"{key} must be >= 0 (0 = all {what}), got {cap}")
     if cap and cap < minimum:
-        raise ConfigError(f"{key}={cap} is too small: at least {minimum:,} {what} are needed (0 = all)")
+        raise ConfigError(
+            f"{key}={cap} is too small: at least {minimum:,} {what} are needed (0 = all)"
+        )
     if cap > available:
-        raise ConfigError(f"{key}={cap:,} is more than the {available:,} {what} available; "
-                          f"lower it or set 0 for all")
+        raise ConfigError(
+            f"{key}={cap:,} is more than the {available:,} {what} available; "
+            f"lower it or set 0 for all"
+        )
     return cap
 
 

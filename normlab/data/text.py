@@ -1,4 +1,5 @@
 """Word tokenization, vocabularies, and ragged token storage as compact tensors."""
+
 from __future__ import annotations
 
 import re
@@ -48,7 +49,9 @@ class Vocab:
     def build(cls, docs: Iterable[Sequence[str]], min_freq: int = 1, max_size: int = 0) -> Vocab:
         """From training documents only; ties broken alphabetically so the vocabulary is stable."""
         counts = Counter(t for d in docs for t in d)
-        words = sorted((w for w, c in counts.items() if c >= min_freq), key=lambda w: (-counts[w], w))
+        words = sorted(
+            (w for w, c in counts.items() if c >= min_freq), key=lambda w: (-counts[w], w)
+        )
         if max_size:
             words = words[: max_size - 2]
         return cls([PAD, UNK] + words)
@@ -57,8 +60,9 @@ class Vocab:
 @dataclass
 class Ragged:
     """Variable-length int sequences as one flat tensor plus offsets (no Python lists)."""
-    flat: torch.Tensor      # (total,) int32
-    offsets: torch.Tensor   # (n + 1,) int64
+
+    flat: torch.Tensor  # (total,) int32
+    offsets: torch.Tensor  # (n + 1,) int64
 
     @classmethod
     def from_lists(cls, seqs: Sequence[Sequence[int]]) -> Ragged:
@@ -75,7 +79,7 @@ class Ragged:
         return self.offsets[1:] - self.offsets[:-1]
 
     def __getitem__(self, i: int) -> torch.Tensor:
-        return self.flat[self.offsets[i]:self.offsets[i + 1]]
+        return self.flat[self.offsets[i] : self.offsets[i + 1]]
 
     def state(self) -> dict:
         return {"flat": self.flat, "offsets": self.offsets}

@@ -9,17 +9,19 @@ The static oracle reaches exactly the projective single-root trees. Other gold t
 projective, or several roots) have no transition sequence: they are left out of training (the
 task reports how many) and still count in evaluation, where the parser must guess them.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Sequence
 
 SHIFT = 0
-N_WORD_FEATS = 18   # s1-s3, b1-b3, lc1/rc1/lc2/rc2 of s1 and s2, lc1(lc1) and rc1(rc1) of s1 and s2
+N_WORD_FEATS = 18  # s1-s3, b1-b3, lc1/rc1/lc2/rc2 of s1 and s2, lc1(lc1) and rc1(rc1) of s1 and s2
 N_LABEL_FEATS = 12  # labels of the 12 child positions among them
 
 
 class Configuration:
     """Stack, buffer (the next word ``i``), and the arcs built so far."""
+
     __slots__ = ("n", "stack", "i", "heads", "labels", "left", "right")
 
     def __init__(self, n: int):
@@ -27,9 +29,9 @@ class Configuration:
         self.heads = [-1] * (n + 1)
         # Index -1 (position n + 1) is a sentinel with no children and the NULL label, so feature
         # lookups of "no such token" (-1) need no branches.
-        self.labels = [0] * (n + 2)               # feature id of the arc label; 0 = none
-        self.left = [[] for _ in range(n + 2)]    # left children, nearest first (leftmost last)
-        self.right = [[] for _ in range(n + 2)]   # right children, nearest first (rightmost last)
+        self.labels = [0] * (n + 2)  # feature id of the arc label; 0 = none
+        self.left = [[] for _ in range(n + 2)]  # left children, nearest first (leftmost last)
+        self.right = [[] for _ in range(n + 2)]  # right children, nearest first (rightmost last)
 
     def terminal(self) -> bool:
         return self.i > self.n and len(self.stack) == 1
@@ -66,11 +68,22 @@ class Configuration:
         s1 = st[-1]
         s2 = st[-2] if k > 1 else -1
         s3 = st[-3] if k > 2 else -1
-        pos = [s1, s2, s3, i if i <= n else -1, i + 1 if i + 1 <= n else -1, i + 2 if i + 2 <= n else -1]
+        pos = [
+            s1,
+            s2,
+            s3,
+            i if i <= n else -1,
+            i + 1 if i + 1 <= n else -1,
+            i + 2 if i + 2 <= n else -1,
+        ]
         for s in (s1, s2):
             lk, rk = L[s], R[s]
-            pos += [lk[-1] if lk else -1, rk[-1] if rk else -1,
-                    lk[-2] if len(lk) > 1 else -1, rk[-2] if len(rk) > 1 else -1]
+            pos += [
+                lk[-1] if lk else -1,
+                rk[-1] if rk else -1,
+                lk[-2] if len(lk) > 1 else -1,
+                rk[-2] if len(rk) > 1 else -1,
+            ]
         for s in (s1, s2):
             lc, rc = L[L[s][-1]] if L[s] else (), R[R[s][-1]] if R[s] else ()
             pos += [lc[-1] if lc else -1, rc[-1] if rc else -1]
@@ -110,8 +123,14 @@ def oracle(heads: Sequence[int], labels: Sequence[int], n_labels: int) -> Option
     return out if c.heads[1:] == list(heads) else None
 
 
-def oracle_examples(words: Sequence[int], tags: Sequence[int], heads: Sequence[int], labels: Sequence[int],
-                    n_labels: int, labeled: bool) -> Optional[tuple[list[list[int]], list[int]]]:
+def oracle_examples(
+    words: Sequence[int],
+    tags: Sequence[int],
+    heads: Sequence[int],
+    labels: Sequence[int],
+    n_labels: int,
+    labeled: bool,
+) -> Optional[tuple[list[list[int]], list[int]]]:
     """(features of each configuration on the oracle path, its gold transition), or None."""
     seq = oracle(heads, labels, n_labels)
     if seq is None:

@@ -12,6 +12,7 @@ documented subset of the real files can stand in for a missing train split (see 
 Lines are split on "\\n" only (never ``str.splitlines``, which also breaks at U+2028 and U+0085);
 a UTF-8 byte-order mark is stripped and a missing final newline keeps the last line.
 """
+
 from __future__ import annotations
 
 import re
@@ -34,11 +35,13 @@ def read_lines(path: Path) -> list[str]:
     try:
         text = Path(path).read_bytes().decode("utf-8")
     except UnicodeDecodeError as e:
-        raise DataError(f"{path}: byte {e.start} is not valid UTF-8 ({e.reason}); the corpus must be "
-                        "UTF-8 as released") from None
+        raise DataError(
+            f"{path}: byte {e.start} is not valid UTF-8 ({e.reason}); the corpus must be "
+            "UTF-8 as released"
+        ) from None
     text = text.removeprefix("\ufeff")
     lines = text.split("\n")
-    if lines[-1] == "":      # the final newline ends the last line; without it the last line stays
+    if lines[-1] == "":  # the final newline ends the last line; without it the last line stays
         lines.pop()
     return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
 
@@ -49,23 +52,30 @@ def read_parallel(src: Path, tgt: Path, how: str = "") -> tuple[list[str], list[
     missing = [p for p in (src, tgt) if not Path(p).is_file()]
     if missing:
         have = [str(p) for p in (src, tgt) if p not in missing]
-        raise DataError(f"missing {', '.join(map(str, missing))}"
-                        + (f" (its other side {have[0]} exists)" if have else "") + f". {how}".rstrip())
+        raise DataError(
+            f"missing {', '.join(map(str, missing))}"
+            + (f" (its other side {have[0]} exists)" if have else "")
+            + f". {how}".rstrip()
+        )
     a, b = read_lines(src), read_lines(tgt)
     for path, lines in ((src, a), (tgt, b)):
         if not lines:
             raise DataError(f"{path} is empty. {how}".rstrip())
     if len(a) != len(b):
-        raise DataError(f"{src} has {len(a):,} lines but {tgt} has {len(b):,}; the two sides of a parallel "
-                        f"corpus must align line by line. {how}".rstrip())
+        raise DataError(
+            f"{src} has {len(a):,} lines but {tgt} has {len(b):,}; the two sides of a parallel "
+            f"corpus must align line by line. {how}".rstrip()
+        )
     return a, b
 
 
 def parse_stem(spec: str) -> tuple[str, slice]:
-    """"tst2012[:1253]" -> ("tst2012", slice(None, 1253))."""
+    """ "tst2012[:1253]" -> ("tst2012", slice(None, 1253))."""
     m = _STEM.match(spec.strip())
     if not m:
-        raise DataError(f"bad split name {spec!r} in task.data.splits/subset; use 'stem' or 'stem[a:b]'")
+        raise DataError(
+            f"bad split name {spec!r} in task.data.splits/subset; use 'stem' or 'stem[a:b]'"
+        )
     to_int = lambda s: int(s) if s not in (None, "") else None  # noqa: E731
     return m.group(1), slice(to_int(m.group(2)), to_int(m.group(3)))
 
@@ -81,30 +91,44 @@ def split_path(root: Path, layout: str, stem: str, lang: str) -> Path:
 def choose_splits(root: Path, d, how: str) -> tuple[dict[str, str], str | None]:
     """The standard splits when the train files exist; otherwise the configured documented
     subset of the real files (mini), announced in the returned note; otherwise a DataError."""
-    train = [split_path(root, d.layout, parse_stem(d.splits["train"])[0], lang) for lang in (d.src, d.tgt)]
+    train = [
+        split_path(root, d.layout, parse_stem(d.splits["train"])[0], lang)
+        for lang in (d.src, d.tgt)
+    ]
     if all(p.is_file() for p in train):
         return dict(d.splits), None
     if not d.get("subset"):
         raise DataError(f"missing {train[0]} / {train[1]} (the train split). {how}")
     listing = f"train={d.subset['train']}, valid={d.subset['valid']}, test={d.subset['test']}"
-    note = (f"{d.get('subset_note') or 'subset ' + listing} [no {train[0].relative_to(root)}: "
-            "not comparable with published numbers]")
+    note = (
+        f"{d.get('subset_note') or 'subset ' + listing} [no {train[0].relative_to(root)}: "
+        "not comparable with published numbers]"
+    )
     return dict(d.subset), note
 
 
-def _read_part(src: Path, tgt: Path, part: slice, spec: str, how: str) -> tuple[list[str], list[str]]:
+def _read_part(
+    src: Path, tgt: Path, part: slice, spec: str, how: str
+) -> tuple[list[str], list[str]]:
     a, b = read_parallel(src, tgt, how)
     a, b = a[part], b[part]
     if not a:
-        raise DataError(f"split {spec!r} selects no lines of {src} ({len(read_lines(src)):,} lines)")
+        raise DataError(
+            f"split {spec!r} selects no lines of {src} ({len(read_lines(src)):,} lines)"
+        )
     return a, b
 
 
 def read_split(root: Path, d, spec: str, how: str) -> tuple[list[str], list[str]]:
     """The (source, target) lines of split ``spec``, e.g. "valid" or "tst2012[1253:]"."""
     stem, part = parse_stem(spec)
-    return _read_part(split_path(root, d.layout, stem, d.src), split_path(root, d.layout, stem, d.tgt),
-                      part, spec, how)
+    return _read_part(
+        split_path(root, d.layout, stem, d.src),
+        split_path(root, d.layout, stem, d.tgt),
+        part,
+        spec,
+        how,
+    )
 
 
 def read_bpe_split(root: Path, d, spec: str, how: str) -> tuple[list[str], list[str]]:
@@ -116,11 +140,15 @@ def read_bpe_split(root: Path, d, spec: str, how: str) -> tuple[list[str], list[
 def read_vocab_file(path: Path) -> list[str]:
     """tensorflow/nmt vocabulary: one token a line, ``<unk> <s> </s>`` first."""
     if not path.is_file():
-        raise DataError(f"missing vocabulary {path}; the Stanford IWSLT'15 release has vocab.en/vocab.vi "
-                        "(scripts/prepare_iwslt15.py fetches them), or set task.data.vocab=bpe")
+        raise DataError(
+            f"missing vocabulary {path}; the Stanford IWSLT'15 release has vocab.en/vocab.vi "
+            "(scripts/prepare_iwslt15.py fetches them), or set task.data.vocab=bpe"
+        )
     words = [w.strip() for w in read_lines(path) if w.strip()]
     if words[:3] != [UNK, BOS, EOS]:
-        raise DataError(f"{path}: expected '<unk>', '<s>', '</s>' as the first three lines, got {words[:3]}")
+        raise DataError(
+            f"{path}: expected '<unk>', '<s>', '</s>' as the first three lines, got {words[:3]}"
+        )
     return words
 
 
@@ -128,10 +156,12 @@ def read_vocab_file(path: Path) -> list[str]:
 class Corpus:
     src_vocab: Vocab
     tgt_vocab: Vocab
-    splits: dict[str, tuple[Ragged, Ragged]]   # split -> (source ids, target ids), each ending in </s>
-    refs: dict[str, list[str]]                 # tokenized target lines: what BLEU is computed on
+    splits: dict[
+        str, tuple[Ragged, Ragged]
+    ]  # split -> (source ids, target ids), each ending in </s>
+    refs: dict[str, list[str]]  # tokenized target lines: what BLEU is computed on
     info: dict
-    bpe_codes: Optional[str] = None            # learned joint BPE merges (to_codes), when learned here
+    bpe_codes: Optional[str] = None  # learned joint BPE merges (to_codes), when learned here
 
 
 def _vocab_from(pieces: list[list[list[str]]]) -> list[str]:
@@ -144,37 +174,71 @@ def _vocab_from(pieces: list[list[list[str]]]) -> list[str]:
     return [PAD, UNK, BOS, EOS] + sorted(counts, key=lambda w: (-counts[w], w))
 
 
-def _segment(root: Path, d, chosen: dict, text: dict, limit: dict, files: list, name: str,
-             cache_dir: Path, how: str) -> tuple[dict, list[str], list[str], str, Optional[str]]:
+def _segment(
+    root: Path,
+    d,
+    chosen: dict,
+    text: dict,
+    limit: dict,
+    files: list,
+    name: str,
+    cache_dir: Path,
+    how: str,
+) -> tuple[dict, list[str], list[str], str, Optional[str]]:
     """(pieces per split and side, source vocab, target vocab, a description of the segmentation,
     the BPE codes when they were learned here)."""
     kind = d.get("vocab", "bpe")
-    if kind == "word":  # the release's own word vocabularies (Luong & Manning 2015), separate per side
+    if (
+        kind == "word"
+    ):  # the release's own word vocabularies (Luong & Manning 2015), separate per side
         sv, tv = read_vocab_file(root / f"vocab.{d.src}"), read_vocab_file(root / f"vocab.{d.tgt}")
-        pieces = {s: ([ln.split() for ln in a], [ln.split() for ln in b]) for s, (a, b) in text.items()}
-        return pieces, [PAD] + sv, [PAD] + tv, f"word vocabularies vocab.{d.src}/vocab.{d.tgt}", None
+        pieces = {
+            s: ([ln.split() for ln in a], [ln.split() for ln in b]) for s, (a, b) in text.items()
+        }
+        return (
+            pieces,
+            [PAD] + sv,
+            [PAD] + tv,
+            f"word vocabularies vocab.{d.src}/vocab.{d.tgt}",
+            None,
+        )
     if kind != "bpe":
         raise DataError(f"task.data.vocab must be 'bpe' or 'word', got {kind!r}")
     b = d.bpe
     if b.source not in ("auto", "learn", "files"):
         raise DataError(f"task.data.bpe.source must be auto, learn or files, got {b.source!r}")
-    bpe_files = [root / f"{parse_stem(chosen[s])[0]}.{lang}" for s in chosen for lang in (d.src, d.tgt)]
-    use_files = b.source == "files" or (b.source == "auto" and d.layout == "fairseq" and not any(limit.values())
-                                        and all(p.is_file() for p in bpe_files))
+    bpe_files = [
+        root / f"{parse_stem(chosen[s])[0]}.{lang}" for s in chosen for lang in (d.src, d.tgt)
+    ]
+    use_files = b.source == "files" or (
+        b.source == "auto"
+        and d.layout == "fairseq"
+        and not any(limit.values())
+        and all(p.is_file() for p in bpe_files)
+    )
     codes = None
     if use_files:  # fairseq's own BPE'd files: exactly its subword-nmt segmentation and dictionary
         pieces = {}
         for s in text:
             a, c = read_bpe_split(root, d, chosen[s], how)
             if len(a) != len(text[s][0]):
-                raise DataError(f"{root / parse_stem(chosen[s])[0]}.{d.src} has {len(a):,} lines but the "
-                                f"tokenized tmp/ file has {len(text[s][0]):,}; re-run the BPE step. {how}")
+                raise DataError(
+                    f"{root / parse_stem(chosen[s])[0]}.{d.src} has {len(a):,} lines but the "
+                    f"tokenized tmp/ file has {len(text[s][0]):,}; re-run the BPE step. {how}"
+                )
             pieces[s] = ([ln.split() for ln in a], [ln.split() for ln in c])
         desc = "fairseq's BPE'd files (subword-nmt code)"
     else:
         train_lines = text["train"][0] + text["train"][1]  # joint: both sides, train only
-        bpe = learn_cached(cache_dir, name, files, train_lines, b.merges, b.get("min_frequency", 2),
-                           extra={"splits": chosen, "limit": limit})
+        bpe = learn_cached(
+            cache_dir,
+            name,
+            files,
+            train_lines,
+            b.merges,
+            b.get("min_frequency", 2),
+            extra={"splits": chosen, "limit": limit},
+        )
         pieces = {s: (bpe.encode(a), bpe.encode(c)) for s, (a, c) in text.items()}
         desc = f"joint BPE learned on train with tokenizers ({len(bpe):,} merges)"
         codes = bpe.to_codes()
@@ -184,23 +248,36 @@ def _segment(root: Path, d, chosen: dict, text: dict, limit: dict, files: list, 
     return pieces, _vocab_from([pieces["train"][0]]), _vocab_from([pieces["train"][1]]), desc, codes
 
 
-def _build(root: Path, d, chosen: dict, note, files: list, name: str, cache_dir: Path, how: str) -> dict:
+def _build(
+    root: Path, d, chosen: dict, note, files: list, name: str, cache_dir: Path, how: str
+) -> dict:
     text = {s: read_split(root, d, chosen[s], how) for s in ("train", "valid", "test")}
     limit = {k: int(v) for k, v in dict(d.get("limit") or {}).items() if v}
     for s, n in limit.items():  # a cap above the split's size is a mistake, not "all"
         check_cap(n, f"task.data.limit.{s}", len(text[s][0]), f"{s} pairs of {chosen[s]!r}")
         text[s] = (text[s][0][:n], text[s][1][:n])
-    pieces, svocab, tvocab, desc, codes = _segment(root, d, chosen, text, limit, files, name, cache_dir, how)
+    pieces, svocab, tvocab, desc, codes = _segment(
+        root, d, chosen, text, limit, files, name, cache_dir, how
+    )
     sv, tv = Vocab(svocab), Vocab(tvocab)
-    out = {"src_vocab": svocab, "tgt_vocab": tvocab, "note": note, "kind": desc, "dropped": 0,
-           "limit": limit, "bpe_codes": codes}
+    out = {
+        "src_vocab": svocab,
+        "tgt_vocab": tvocab,
+        "note": note,
+        "kind": desc,
+        "dropped": 0,
+        "limit": limit,
+        "bpe_codes": codes,
+    }
     for s, (a, c) in pieces.items():
         keep = list(range(len(a)))
         if s == "train":  # an empty side teaches nothing; fairseq's cleaned train split has none
             keep = [i for i in keep if a[i] and c[i]]
             out["dropped"] = len(a) - len(keep)
-        out[s] = {"src": Ragged.from_lists([sv.encode(a[i]) + [sv.stoi[EOS]] for i in keep]).state(),
-                  "tgt": Ragged.from_lists([tv.encode(c[i]) + [tv.stoi[EOS]] for i in keep]).state()}
+        out[s] = {
+            "src": Ragged.from_lists([sv.encode(a[i]) + [sv.stoi[EOS]] for i in keep]).state(),
+            "tgt": Ragged.from_lists([tv.encode(c[i]) + [tv.stoi[EOS]] for i in keep]).state(),
+        }
         if s != "train":
             out[s]["refs"] = "\n".join(text[s][1])
     return out
@@ -210,30 +287,65 @@ def load_corpus(root: Path, d, name: str, cache_dir: Path, how: str) -> Corpus:
     """Read, segment and index the three splits once; later runs load the tensors from the cache."""
     root = Path(root)
     if not root.is_dir():
-        raise DataError(f"data folder {root} for task {name} does not exist; set NORMLAB_DATA (or "
-                        f"paths.data_dir) to the folder that holds '{name}/'. {how}")
+        raise DataError(
+            f"data folder {root} for task {name} does not exist; set NORMLAB_DATA (or "
+            f"paths.data_dir) to the folder that holds '{name}/'. {how}"
+        )
     chosen, note = choose_splits(root, d, how)
     stems = {parse_stem(v)[0] for v in chosen.values()}
-    candidates = [p for stem in stems for lang in (d.src, d.tgt)
-                  for p in (split_path(root, d.layout, stem, lang), root / f"{stem}.{lang}")]
-    files = sorted({p for p in candidates + [root / f"vocab.{d.src}", root / f"vocab.{d.tgt}"] if p.is_file()})
+    candidates = [
+        p
+        for stem in stems
+        for lang in (d.src, d.tgt)
+        for p in (split_path(root, d.layout, stem, lang), root / f"{stem}.{lang}")
+    ]
+    files = sorted(
+        {p for p in candidates + [root / f"vocab.{d.src}", root / f"vocab.{d.tgt}"] if p.is_file()}
+    )
     options = {"data": _plain(d), "chosen": chosen}
-    data = cached(cache_dir, name, files, options,
-                  lambda: _build(root, d, chosen, note, files, name, cache_dir, how))
-    splits = {s: (Ragged(data[s]["src"]["flat"], data[s]["src"]["offsets"]),
-                  Ragged(data[s]["tgt"]["flat"], data[s]["tgt"]["offsets"])) for s in ("train", "valid", "test")}
+    data = cached(
+        cache_dir,
+        name,
+        files,
+        options,
+        lambda: _build(root, d, chosen, note, files, name, cache_dir, how),
+    )
+    splits = {
+        s: (
+            Ragged(data[s]["src"]["flat"], data[s]["src"]["offsets"]),
+            Ragged(data[s]["tgt"]["flat"], data[s]["tgt"]["offsets"]),
+        )
+        for s in ("train", "valid", "test")
+    }
     refs = {s: data[s]["refs"].split("\n") for s in ("valid", "test")}
     subset = data["note"]
     if data["limit"]:
-        subset = (subset + "; " if subset else "") + "first lines only: " + ", ".join(
-            f"{s} {n:,}" for s, n in data["limit"].items())
-    info = {"source": "real", "subset": subset, "segmentation": data["kind"], "splits": chosen,
-            "sizes": {s: len(v[0]) for s, v in splits.items()}, "train_pairs_dropped_empty": data["dropped"],
-            "vocab": {"src": len(data["src_vocab"]), "tgt": len(data["tgt_vocab"])}}
+        subset = (
+            (subset + "; " if subset else "")
+            + "first lines only: "
+            + ", ".join(f"{s} {n:,}" for s, n in data["limit"].items())
+        )
+    info = {
+        "source": "real",
+        "subset": subset,
+        "segmentation": data["kind"],
+        "splits": chosen,
+        "sizes": {s: len(v[0]) for s, v in splits.items()},
+        "train_pairs_dropped_empty": data["dropped"],
+        "vocab": {"src": len(data["src_vocab"]), "tgt": len(data["tgt_vocab"])},
+    }
     # caches written before the codes were kept lack them: the export then says so
-    return Corpus(Vocab(data["src_vocab"]), Vocab(data["tgt_vocab"]), splits, refs, info, data.get("bpe_codes"))
+    return Corpus(
+        Vocab(data["src_vocab"]),
+        Vocab(data["tgt_vocab"]),
+        splits,
+        refs,
+        info,
+        data.get("bpe_codes"),
+    )
 
 
 def _plain(d) -> dict:
     from omegaconf import OmegaConf
+
     return OmegaConf.to_container(d, resolve=True) if OmegaConf.is_config(d) else dict(d)

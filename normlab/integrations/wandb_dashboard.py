@@ -12,6 +12,7 @@ Building the Report object needs no network (``build_report``, what the tests ch
 (``--save``, the default) needs an API key (``wandb login`` or ``WANDB_API_KEY``) and
 ``pip install 'normlab[dashboard]'`` (wandb-workspaces). ``--dry-run`` prints the outline.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,29 +24,55 @@ from ..commands import version_text
 from ..report.paper_tables import TABLES
 
 PAPER_TASKS = ["iwslt14_de_en", "iwslt15_en_vi", "enwik8", "imdb", "rt", "sst2", "mnist", "ptb"]
-TEST_COLUMNS = ["summary:test/acc", "summary:test/bleu", "summary:test/bpc", "summary:test/uas",
-                "summary:status", "summary:best_valid_score"]
+TEST_COLUMNS = [
+    "summary:test/acc",
+    "summary:test/bleu",
+    "summary:test/bpc",
+    "summary:test/uas",
+    "summary:status",
+    "summary:best_valid_score",
+]
 GROUPBY = ["config.task.name", "config.norm.name"]
 # (title, norms, what the paper claims); curves of train and valid loss, one grid per task
 CURVES = [
-    ("Overfitting: LayerNorm vs LayerNorm-simple", ["layernorm", "layernorm_simple"],
-     "With bias and gain the train loss is lower and the valid loss ends higher (the paper's Enwiki8 figure)."),
-    ("DetachNorm vs LayerNorm-simple vs w/o Norm", ["none", "detachnorm", "layernorm_simple"],
-     "Normalizing forward without the mean/variance derivatives (DetachNorm) loses to LayerNorm-simple (Table 2)."),
-    ("AdaNorm vs LayerNorm", ["layernorm", "adanorm"],
-     "AdaNorm's valid loss rises less late in training (the paper's PTB and De-En figures)."),
+    (
+        "Overfitting: LayerNorm vs LayerNorm-simple",
+        ["layernorm", "layernorm_simple"],
+        "With bias and gain the train loss is lower and the valid loss ends higher (the paper's Enwiki8 figure).",
+    ),
+    (
+        "DetachNorm vs LayerNorm-simple vs w/o Norm",
+        ["none", "detachnorm", "layernorm_simple"],
+        "Normalizing forward without the mean/variance derivatives (DetachNorm) loses to LayerNorm-simple (Table 2).",
+    ),
+    (
+        "AdaNorm vs LayerNorm",
+        ["layernorm", "adanorm"],
+        "AdaNorm's valid loss rises less late in training (the paper's PTB and De-En figures).",
+    ),
 ]
 GRAD_NORMS = TABLES["table2"][1]
-GRAD_PLOTS = [("|mean ∂ℓ/∂x| (re-centring)", ["grad/all/in_absmean"]),
-              ("Var ∂ℓ/∂x", ["grad/all/in_var"]),
-              ("Var ∂ℓ/∂x and Var ∂ℓ/∂y (re-scaling: the gap is the ratio)", ["grad/all/in_var", "grad/all/out_var"])]
+GRAD_PLOTS = [
+    ("|mean ∂ℓ/∂x| (re-centring)", ["grad/all/in_absmean"]),
+    ("Var ∂ℓ/∂x", ["grad/all/in_var"]),
+    (
+        "Var ∂ℓ/∂x and Var ∂ℓ/∂y (re-scaling: the gap is the ratio)",
+        ["grad/all/in_var", "grad/all/out_var"],
+    ),
+]
 
 
-def _filters(norms: list[str], group: Optional[str], scale: Optional[str], tasks: Optional[list[str]]) -> str:
+def _filters(
+    norms: list[str], group: Optional[str], scale: Optional[str], tasks: Optional[list[str]]
+) -> str:
     """A wandb filter expression (the string form wandb-workspaces parses)."""
     parts = [f"Config('norm.name') in {norms!r}"]
     if tasks:
-        parts.append(f"Config('task.name') in {tasks!r}" if len(tasks) > 1 else f"Config('task.name') == {tasks[0]!r}")
+        parts.append(
+            f"Config('task.name') in {tasks!r}"
+            if len(tasks) > 1
+            else f"Config('task.name') == {tasks[0]!r}"
+        )
     if scale:
         parts.append(f"Config('scale') == {scale!r}")
     if group:
@@ -53,60 +80,123 @@ def _filters(norms: list[str], group: Optional[str], scale: Optional[str], tasks
     return " and ".join(parts)
 
 
-def build_report(entity: str, project: str, group: Optional[str] = "xu2019", scale: Optional[str] = None,
-                 tasks: Optional[list[str]] = None):
+def build_report(
+    entity: str,
+    project: str,
+    group: Optional[str] = "xu2019",
+    scale: Optional[str] = None,
+    tasks: Optional[list[str]] = None,
+):
     """The Report object (wandb_workspaces.reports.v2.Report); nothing is sent anywhere."""
     import wandb_workspaces.reports.v2 as wr
 
     for name, value in (("entity", entity), ("project", project)):
         if not value or not isinstance(value, str):
-            raise ValueError(f"--{name} is required (the wandb {name} that holds normlab's runs), got {value!r}")
+            raise ValueError(
+                f"--{name} is required (the wandb {name} that holds normlab's runs), got {value!r}"
+            )
     tasks = tasks or PAPER_TASKS
     from ..tasks import TASKS
+
     unknown = [t for t in tasks if t not in TASKS]
     if unknown:
         raise ValueError(f"unknown task(s) {unknown}; valid: {', '.join(sorted(TASKS))}")
 
     def runset(name, norms, task_list):
-        return wr.Runset(entity=entity, project=project, name=name, groupby=GROUPBY,
-                         filters=_filters(norms, group, scale, task_list), pinned_columns=TEST_COLUMNS)
+        return wr.Runset(
+            entity=entity,
+            project=project,
+            name=name,
+            groupby=GROUPBY,
+            filters=_filters(norms, group, scale, task_list),
+            pinned_columns=TEST_COLUMNS,
+        )
 
     def loss_plot(title):
-        return wr.LinePlot(title=title, x="Step", y=["train/loss", "valid/loss"], title_x="training step",
-                           title_y="loss (nats per token or example)", groupby=wr.Config("norm.name"),
-                           groupby_aggfunc="mean", groupby_rangefunc="minmax", smoothing_factor=0.0)
+        return wr.LinePlot(
+            title=title,
+            x="Step",
+            y=["train/loss", "valid/loss"],
+            title_x="training step",
+            title_y="loss (nats per token or example)",
+            groupby=wr.Config("norm.name"),
+            groupby_aggfunc="mean",
+            groupby_rangefunc="minmax",
+            smoothing_factor=0.0,
+        )
 
-    where = ", ".join(x for x in [f"group {group}" if group else "", f"scale {scale}" if scale else ""] if x)
-    blocks = [wr.H1(text="normlab: Xu et al. (2019), Understanding and Improving Layer Normalization"),
-              wr.P(text=f"Runs of {entity}/{project}{' (' + where + ')' if where else ''}. Built by "
-                        "normlab-wandb-dashboard; the local run files (summary.json, curves.jsonl) stay the "
-                        "source of truth for normlab-report's tables. Grouped rows average the seeds; diverged "
-                        "runs log no test metric, so check each group's run count."),
-              wr.H2(text="Tables")]
+    where = ", ".join(
+        x for x in [f"group {group}" if group else "", f"scale {scale}" if scale else ""] if x
+    )
+    blocks = [
+        wr.H1(text="normlab: Xu et al. (2019), Understanding and Improving Layer Normalization"),
+        wr.P(
+            text=f"Runs of {entity}/{project}{' (' + where + ')' if where else ''}. Built by "
+            "normlab-wandb-dashboard; the local run files (summary.json, curves.jsonl) stay the "
+            "source of truth for normlab-report's tables. Grouped rows average the seeds; diverged "
+            "runs log no test metric, so check each group's run count."
+        ),
+        wr.H2(text="Tables"),
+    ]
     for key, (title, norms) in TABLES.items():
-        blocks += [wr.H3(text=title),
-                   wr.PanelGrid(runsets=[runset(key, norms, tasks)],
-                                panels=[wr.BarPlot(title=f"{title}: test metric per task and norm",
-                                                   metrics=[c.split(":", 1)[1] for c in TEST_COLUMNS[:4]],
-                                                   groupby=wr.Config("norm.name"), groupby_aggfunc="mean",
-                                                   groupby_rangefunc="minmax")])]
+        blocks += [
+            wr.H3(text=title),
+            wr.PanelGrid(
+                runsets=[runset(key, norms, tasks)],
+                panels=[
+                    wr.BarPlot(
+                        title=f"{title}: test metric per task and norm",
+                        metrics=[c.split(":", 1)[1] for c in TEST_COLUMNS[:4]],
+                        groupby=wr.Config("norm.name"),
+                        groupby_aggfunc="mean",
+                        groupby_rangefunc="minmax",
+                    )
+                ],
+            ),
+        ]
     blocks.append(wr.H2(text="Curves"))
     for title, norms, claim in CURVES:
         blocks += [wr.H3(text=title), wr.P(text=claim)]
-        blocks += [wr.PanelGrid(runsets=[runset(f"{t}: {title}", norms, [t])], panels=[loss_plot(f"{t}: {title}")])
-                   for t in tasks]
-    blocks += [wr.H2(text="Theorem 1: gradient statistics per norm variant"),
-               wr.P(text="grad/all/...: per-token statistics of the gradients at the norm layers' input (x) and "
-                         "output (y), averaged over layers; logged every task.train.probe_every steps.")]
-    blocks += [wr.PanelGrid(runsets=[runset(f"{t}: gradient statistics", GRAD_NORMS, [t])],
-                            panels=[wr.LinePlot(title=f"{t}: {name}", x="Step", y=ys, log_y=True,
-                                                title_x="training step", title_y=name,
-                                                groupby=wr.Config("norm.name"), groupby_aggfunc="mean",
-                                                groupby_rangefunc="minmax") for name, ys in GRAD_PLOTS])
-               for t in tasks]
-    return wr.Report(entity=entity, project=project, title="normlab: the paper's tables and figures",
-                     description="Tables 1-3, overfitting, DetachNorm and AdaNorm curves, gradient statistics",
-                     blocks=blocks)
+        blocks += [
+            wr.PanelGrid(
+                runsets=[runset(f"{t}: {title}", norms, [t])], panels=[loss_plot(f"{t}: {title}")]
+            )
+            for t in tasks
+        ]
+    blocks += [
+        wr.H2(text="Theorem 1: gradient statistics per norm variant"),
+        wr.P(
+            text="grad/all/...: per-token statistics of the gradients at the norm layers' input (x) and "
+            "output (y), averaged over layers; logged every task.train.probe_every steps."
+        ),
+    ]
+    blocks += [
+        wr.PanelGrid(
+            runsets=[runset(f"{t}: gradient statistics", GRAD_NORMS, [t])],
+            panels=[
+                wr.LinePlot(
+                    title=f"{t}: {name}",
+                    x="Step",
+                    y=ys,
+                    log_y=True,
+                    title_x="training step",
+                    title_y=name,
+                    groupby=wr.Config("norm.name"),
+                    groupby_aggfunc="mean",
+                    groupby_rangefunc="minmax",
+                )
+                for name, ys in GRAD_PLOTS
+            ],
+        )
+        for t in tasks
+    ]
+    return wr.Report(
+        entity=entity,
+        project=project,
+        title="normlab: the paper's tables and figures",
+        description="Tables 1-3, overfitting, DetachNorm and AdaNorm curves, gradient statistics",
+        blocks=blocks,
+    )
 
 
 def outline(report) -> list[str]:
@@ -123,14 +213,26 @@ def outline(report) -> list[str]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="normlab-wandb-dashboard", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="normlab-wandb-dashboard", description=__doc__.split("\n\n")[0]
+    )
     p.add_argument("--version", action="version", version=version_text())
-    p.add_argument("--entity", required=True, help="wandb entity (user or team) that holds the runs")
-    p.add_argument("--project", required=True, help="wandb project (logger.project, default normlab)")
-    p.add_argument("--group", default="xu2019", help="run group = experiment name (default xu2019; '' for all)")
+    p.add_argument(
+        "--entity", required=True, help="wandb entity (user or team) that holds the runs"
+    )
+    p.add_argument(
+        "--project", required=True, help="wandb project (logger.project, default normlab)"
+    )
+    p.add_argument(
+        "--group", default="xu2019", help="run group = experiment name (default xu2019; '' for all)"
+    )
     p.add_argument("--scale", default=None, help="only runs of this scale (smoke | mini | paper)")
-    p.add_argument("--tasks", default=",".join(PAPER_TASKS), help="comma-separated task keys, one grid each")
-    p.add_argument("--dry-run", action="store_true", help="print the report's outline; send nothing")
+    p.add_argument(
+        "--tasks", default=",".join(PAPER_TASKS), help="comma-separated task keys, one grid each"
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the report's outline; send nothing"
+    )
     a = p.parse_args(argv)
     tasks = [t.strip() for t in a.tasks.split(",") if t.strip()]
     try:
@@ -143,8 +245,11 @@ def main(argv=None) -> int:
         print("\n".join(outline(report)))
         return 0
     if not (os.environ.get("WANDB_API_KEY") or os.path.exists(os.path.expanduser("~/.netrc"))):
-        print("normlab-wandb-dashboard: saving a report needs a wandb API key: run `wandb login` or set "
-              "WANDB_API_KEY (or use --dry-run to see the report offline)", file=sys.stderr)
+        print(
+            "normlab-wandb-dashboard: saving a report needs a wandb API key: run `wandb login` or set "
+            "WANDB_API_KEY (or use --dry-run to see the report offline)",
+            file=sys.stderr,
+        )
         return 2
     report.save()
     print(f"[normlab] report saved: {report.url}")

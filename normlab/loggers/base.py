@@ -1,5 +1,6 @@
 """The logger protocol (``log(metrics, step)``, ``close(exit_code, summary)``), the local writer,
 the fan-out, and the naming shared by every backend (run name, tags, flattened summary)."""
+
 from __future__ import annotations
 
 import json
@@ -37,18 +38,27 @@ class MultiLogger:
 def split_keys(metrics: dict) -> dict:
     """Curve records to the names every backend shows: {"split": "valid", "loss": x} -> {"valid/loss": x}."""
     split = metrics.get("split")
-    return {(k if split is None or k == "epoch" or "/" in k else f"{split}/{k}"): v
-            for k, v in metrics.items() if k != "split"}
+    return {
+        (k if split is None or k == "epoch" or "/" in k else f"{split}/{k}"): v
+        for k, v in metrics.items()
+        if k != "split"
+    }
 
 
 def check_setting(setting) -> dict:
     if setting is None:
         return {}
     if not isinstance(setting, dict):
-        raise ValueError(f"setting must be a dict of varied hyperparameters like {{'C': 2}}, got {setting!r}")
+        raise ValueError(
+            f"setting must be a dict of varied hyperparameters like {{'C': 2}}, got {setting!r}"
+        )
     # lists and dicts (task.model.channels=[4,8]) become their JSON text: tags and hparams are scalars
-    return {k: v if isinstance(v, (str, int, float, bool, type(None))) else json.dumps(v, separators=(",", ":"))
-            for k, v in setting.items()}
+    return {
+        k: v
+        if isinstance(v, (str, int, float, bool, type(None)))
+        else json.dumps(v, separators=(",", ":"))
+        for k, v in setting.items()
+    }
 
 
 def run_name(task: str, norm: str, seed: int, setting: dict) -> str:

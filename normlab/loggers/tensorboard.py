@@ -6,6 +6,7 @@ and varied hyperparameters against its best/test metrics) for TensorBoard's HPAR
 Like wandb it is best-effort: a missing ``tensorboard`` package or a failing write is reported
 once and switches TensorBoard off; training goes on.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,13 +26,17 @@ class TensorBoardLogger:
         self.log_dir = Path(run_dir) / "tensorboard"
         try:
             from torch.utils.tensorboard import SummaryWriter
+
             self.writer = SummaryWriter(log_dir=str(self.log_dir), purge_step=purge_step)
         except Exception:
             self._fail("init (pip install 'normlab[tensorboard]')")
 
     def _fail(self, where: str) -> None:
-        print(f"[normlab] tensorboard {where} failed; training continues without it:\n"
-              f"{traceback.format_exc(limit=2)}", file=sys.stderr)
+        print(
+            f"[normlab] tensorboard {where} failed; training continues without it:\n"
+            f"{traceback.format_exc(limit=2)}",
+            file=sys.stderr,
+        )
         self.writer = None
 
     def log(self, metrics: dict, step: int) -> None:
@@ -58,19 +63,30 @@ class TensorBoardLogger:
 def final_metrics(summary: dict) -> dict:
     """The numbers the HPARAMS tab compares runs on; prefixed ``hparam/`` so they never share a tag
     with the curves (``test/acc`` the curve point vs ``hparam/test/acc`` the table cell)."""
-    out = {"hparam/best_valid_score": summary.get("best_valid_score"),
-           "hparam/completed": 1.0 if summary.get("status") == "completed" else 0.0,
-           "hparam/params": summary.get("params"), "hparam/wall_time_s": summary.get("wall_time_s")}
+    out = {
+        "hparam/best_valid_score": summary.get("best_valid_score"),
+        "hparam/completed": 1.0 if summary.get("status") == "completed" else 0.0,
+        "hparam/params": summary.get("params"),
+        "hparam/wall_time_s": summary.get("wall_time_s"),
+    }
     out.update({f"hparam/test/{k}": v for k, v in (summary.get("test") or {}).items()})
-    return {k: float(v) for k, v in out.items()
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
+    return {
+        k: float(v)
+        for k, v in out.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    }
 
 
 def hparams_of(config: dict, setting: dict) -> dict:
     """TensorBoard accepts str/int/float/bool hparams only; norm options (C, k, ...) and the
     varied setting are flattened beside the run's coordinates."""
-    hp = {"task": config["task"]["name"], "norm": config["norm"]["name"], "seed": config["seed"],
-          "scale": config.get("scale"), "lr": config["task"].get("train", {}).get("lr")}
+    hp = {
+        "task": config["task"]["name"],
+        "norm": config["norm"]["name"],
+        "seed": config["seed"],
+        "scale": config.get("scale"),
+        "lr": config["task"].get("train", {}).get("lr"),
+    }
     hp.update({f"norm.{k}": v for k, v in (config["norm"].get("options") or {}).items()})
     hp.update(setting)
     return {k: v for k, v in hp.items() if isinstance(v, (str, int, float, bool))}

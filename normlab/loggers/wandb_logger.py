@@ -6,6 +6,7 @@ varied hyperparameters in its name and tags, each validation metric's *best* val
 (``define_metric`` with the task's direction) with ``valid/best_step``, and at the end the whole
 ``summary.json`` (status, best score, test metrics, params, wall time, throughput).
 """
+
 from __future__ import annotations
 
 import os
@@ -28,8 +29,15 @@ class WandbLogger:
     summary's best value.
     """
 
-    def __init__(self, cfg: dict, config: dict, run_dir: str, run_id: Optional[str] = None,
-                 metric: Optional[str] = None, higher_is_better: bool = True):
+    def __init__(
+        self,
+        cfg: dict,
+        config: dict,
+        run_dir: str,
+        run_id: Optional[str] = None,
+        metric: Optional[str] = None,
+        higher_is_better: bool = True,
+    ):
         self.run = None
         self.metric, self.higher = metric, higher_is_better
         self.best: Optional[float] = None
@@ -38,14 +46,28 @@ class WandbLogger:
 
             mode = cfg.get("mode") or "auto"
             if mode == "auto":
-                has_key = bool(os.environ.get("WANDB_API_KEY")) or os.path.exists(os.path.expanduser("~/.netrc"))
+                has_key = bool(os.environ.get("WANDB_API_KEY")) or os.path.exists(
+                    os.path.expanduser("~/.netrc")
+                )
                 mode = "online" if has_key else "offline"
-            settings = wandb.Settings(init_timeout=float(cfg.get("init_timeout", 30)),
-                                      finish_timeout=float(cfg.get("finish_timeout", 60)))
-            kwargs = dict(project=cfg.get("project", "normlab"), entity=cfg.get("entity"), group=cfg.get("group"),
-                          job_type=cfg.get("job_type") or "train", name=cfg.get("run_name"),
-                          tags=list(cfg.get("tags") or []), config=config, dir=run_dir,
-                          id=run_id, resume="allow", reinit="finish_previous", settings=settings)
+            settings = wandb.Settings(
+                init_timeout=float(cfg.get("init_timeout", 30)),
+                finish_timeout=float(cfg.get("finish_timeout", 60)),
+            )
+            kwargs = dict(
+                project=cfg.get("project", "normlab"),
+                entity=cfg.get("entity"),
+                group=cfg.get("group"),
+                job_type=cfg.get("job_type") or "train",
+                name=cfg.get("run_name"),
+                tags=list(cfg.get("tags") or []),
+                config=config,
+                dir=run_dir,
+                id=run_id,
+                resume="allow",
+                reinit="finish_previous",
+                settings=settings,
+            )
         except Exception:
             self._fail("init")
             return
@@ -68,7 +90,9 @@ class WandbLogger:
         try:
             self.run.define_metric("valid/loss", summary="min")
             if self.metric and self.metric != "loss":
-                self.run.define_metric(f"valid/{self.metric}", summary="max" if self.higher else "min")
+                self.run.define_metric(
+                    f"valid/{self.metric}", summary="max" if self.higher else "min"
+                )
         except Exception:
             self._fail("define_metric")
 
@@ -77,8 +101,11 @@ class WandbLogger:
         return getattr(self.run, "id", None)
 
     def _fail(self, where: str) -> None:
-        print(f"[normlab] wandb {where} failed; training continues without it:\n"
-              f"{traceback.format_exc(limit=2)}", file=sys.stderr)
+        print(
+            f"[normlab] wandb {where} failed; training continues without it:\n"
+            f"{traceback.format_exc(limit=2)}",
+            file=sys.stderr,
+        )
         self.run = None
 
     keys = staticmethod(split_keys)

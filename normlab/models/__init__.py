@@ -1,10 +1,15 @@
 from .embedding import TokenEmbedding
 from .transformer import (
-                          MultiheadAttention,
-                          TransformerConfig,
-                          TransformerDecoder,
-                          TransformerEncoder,
+    MultiheadAttention,
+    TransformerConfig,
+    TransformerDecoder,
+    TransformerEncoder,
 )
 
-__all__ = ["TokenEmbedding", "MultiheadAttention", "TransformerConfig", "TransformerEncoder",
-           "TransformerDecoder"]
+__all__ = [
+    "TokenEmbedding",
+    "MultiheadAttention",
+    "TransformerConfig",
+    "TransformerEncoder",
+    "TransformerDecoder",
+]

@@ -1,4 +1,5 @@
 """Transformer encoder classifier (RT, SST-2, IMDB): embed, encode, masked mean-pool, linear."""
+
 from __future__ import annotations
 
 import torch
@@ -9,8 +10,15 @@ from .transformer import NormFactory, TransformerConfig, TransformerEncoder
 
 
 class TransformerClassifier(nn.Module):
-    def __init__(self, vocab: int, classes: int, pad: int, cfg: TransformerConfig, norm: NormFactory,
-                 max_positions: int = 1024):
+    def __init__(
+        self,
+        vocab: int,
+        classes: int,
+        pad: int,
+        cfg: TransformerConfig,
+        norm: NormFactory,
+        max_positions: int = 1024,
+    ):
         super().__init__()
         self.pad = pad
         self.embed = TokenEmbedding(vocab, cfg.d_model, pad, cfg.dropout, max_positions)

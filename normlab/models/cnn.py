@@ -11,6 +11,7 @@ BatchNorm sits in CNNs) and not after the output layer. Every norm is built with
 variants) or, for batchnorm, per channel over the batch and pixels, and its per-channel gain and
 bias broadcast over height and width.
 """
+
 from __future__ import annotations
 
 import torch
@@ -20,8 +21,15 @@ from .transformer import NormFactory
 
 
 class MNISTCNN(nn.Module):
-    def __init__(self, norm: NormFactory, channels: tuple[int, int] = (32, 64), kernel: int = 5,
-                 dropout: float = 0.0, classes: int = 10, side: int = 28):
+    def __init__(
+        self,
+        norm: NormFactory,
+        channels: tuple[int, int] = (32, 64),
+        kernel: int = 5,
+        dropout: float = 0.0,
+        classes: int = 10,
+        side: int = 28,
+    ):
         super().__init__()
         if kernel % 2 == 0:
             raise ValueError(f"task.model.kernel must be odd (same-size padding), got {kernel}")

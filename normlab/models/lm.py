@@ -16,6 +16,7 @@ Enwiki8 row):
 The residual/norm wiring is the same: Transformer-XL's default (no ``--pre_lnorm``) is post-norm,
 which is ``normalize_before=false`` here, and its input and output embeddings are tied, as here.
 """
+
 from __future__ import annotations
 
 import torch
@@ -29,17 +30,20 @@ from .transformer import NormFactory, TransformerConfig, TransformerEncoder
 class TransformerLM(nn.Module):
     """tokens (B, T) -> next-token logits (B, T, vocab); position t sees tokens 0..t."""
 
-    def __init__(self, vocab: int, cfg: TransformerConfig, norm: NormFactory, max_positions: int = 1024):
+    def __init__(
+        self, vocab: int, cfg: TransformerConfig, norm: NormFactory, max_positions: int = 1024
+    ):
         super().__init__()
         self.vocab = vocab
         # Every window is full, so there is no padding; TokenEmbedding still wants a padding row,
         # so it gets one extra id (``vocab``) that never occurs and is left out of the softmax.
-        self.embed = TokenEmbedding(vocab + 1, cfg.d_model, pad=vocab, dropout=cfg.dropout,
-                                    max_positions=max_positions)
+        self.embed = TokenEmbedding(
+            vocab + 1, cfg.d_model, pad=vocab, dropout=cfg.dropout, max_positions=max_positions
+        )
         self.decoder = TransformerEncoder(cfg, norm)
         # Output bias as in Transformer-XL's softmax layer; it learns the unigram distribution.
         self.out_bias = nn.Parameter(torch.zeros(vocab))
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        h = self.decoder(self.embed(tokens), causal=True)                  # (B, T, d)
+        h = self.decoder(self.embed(tokens), causal=True)  # (B, T, d)
         return F.linear(h, self.embed.weight[: self.vocab], self.out_bias)  # (B, T, vocab)

@@ -11,6 +11,7 @@ Differences from Chen & Manning, all configurable or documented: ReLU by default
 activations blow up without a norm), randomly initialized embeddings (no pretrained word
 vectors), Adam instead of AdaGrad (the trainer's optimizers), gold POS tags.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,12 +25,26 @@ ACTIVATIONS = {"relu": torch.relu, "tanh": torch.tanh, "cube": lambda x: x * x *
 
 
 class MLPParser(nn.Module):
-    def __init__(self, n_words: int, n_tags: int, n_labels: int, norm: NormFactory, emb_dim: int = 50,
-                 hidden: int = 200, layers: int = 3, dropout: float = 0.5, activation: str = "relu",
-                 labeled: bool = False, n_word_feats: int = 18, n_label_feats: int = 12):
+    def __init__(
+        self,
+        n_words: int,
+        n_tags: int,
+        n_labels: int,
+        norm: NormFactory,
+        emb_dim: int = 50,
+        hidden: int = 200,
+        layers: int = 3,
+        dropout: float = 0.5,
+        activation: str = "relu",
+        labeled: bool = False,
+        n_word_feats: int = 18,
+        n_label_feats: int = 12,
+    ):
         super().__init__()
         if activation not in ACTIVATIONS:
-            raise ValueError(f"task.model.activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
+            raise ValueError(
+                f"task.model.activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}"
+            )
         if layers < 1:
             raise ValueError(f"task.model.layers must be >= 1, got {layers}")
         # Feature counts come from the transition system (normlab.data.transitions), which stays
@@ -54,10 +69,10 @@ class MLPParser(nn.Module):
 
     def forward(self, feats: torch.Tensor) -> torch.Tensor:  # (B, F) int64 -> (B, 2L+1)
         k = self.n_word_feats
-        parts = [self.word_emb(feats[:, :k]), self.tag_emb(feats[:, k:2 * k])]
+        parts = [self.word_emb(feats[:, :k]), self.tag_emb(feats[:, k : 2 * k])]
         if self.labeled:
-            parts.append(self.label_emb(feats[:, 2 * k:]))
-        x = torch.cat(parts, dim=1).flatten(1)             # (B, F * emb_dim)
+            parts.append(self.label_emb(feats[:, 2 * k :]))
+        x = torch.cat(parts, dim=1).flatten(1)  # (B, F * emb_dim)
         for lin, norm in zip(self.linears, self.norms):
-            x = self.drop(self.act(norm(lin(x))))          # (B, hidden)
+            x = self.drop(self.act(norm(lin(x))))  # (B, hidden)
         return self.out(x)

@@ -9,6 +9,7 @@ Incremental decoding (``start``/``step``/``reorder``) runs the same layer module
 position at a time with cached keys and values; it equals the full forward up to float rounding
 (tested), and is what greedy and beam search (``normlab.search``) call.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -28,29 +29,46 @@ from .transformer import (
 
 
 class TransformerSeq2Seq(nn.Module):
-    def __init__(self, src_vocab: int, tgt_vocab: int, pad: int, eos: int, cfg: TransformerConfig,
-                 norm: NormFactory, share_all_embeddings: bool = True, share_decoder_input_output: bool = True,
-                 decoder_layers: int = 0, max_positions: int = 1024):
+    def __init__(
+        self,
+        src_vocab: int,
+        tgt_vocab: int,
+        pad: int,
+        eos: int,
+        cfg: TransformerConfig,
+        norm: NormFactory,
+        share_all_embeddings: bool = True,
+        share_decoder_input_output: bool = True,
+        decoder_layers: int = 0,
+        max_positions: int = 1024,
+    ):
         super().__init__()
         self.pad, self.eos = pad, eos
         if share_all_embeddings and src_vocab != tgt_vocab:
-            raise ValueError(f"model.share_all_embeddings needs one joint vocabulary, got {src_vocab} source and "
-                             f"{tgt_vocab} target entries; use task.data.share_vocab=true or no shared embeddings")
+            raise ValueError(
+                f"model.share_all_embeddings needs one joint vocabulary, got {src_vocab} source and "
+                f"{tgt_vocab} target entries; use task.data.share_vocab=true or no shared embeddings"
+            )
         self.src_embed = TokenEmbedding(src_vocab, cfg.d_model, pad, cfg.dropout, max_positions)
-        self.tgt_embed = (self.src_embed if share_all_embeddings
-                          else TokenEmbedding(tgt_vocab, cfg.d_model, pad, cfg.dropout, max_positions))
+        self.tgt_embed = (
+            self.src_embed
+            if share_all_embeddings
+            else TokenEmbedding(tgt_vocab, cfg.d_model, pad, cfg.dropout, max_positions)
+        )
         self.encoder = TransformerEncoder(cfg, norm)
-        self.decoder = TransformerDecoder(dataclasses.replace(cfg, layers=decoder_layers or cfg.layers), norm)
+        self.decoder = TransformerDecoder(
+            dataclasses.replace(cfg, layers=decoder_layers or cfg.layers), norm
+        )
         self.out_proj = None
         if not (share_all_embeddings or share_decoder_input_output):
             self.out_proj = nn.Linear(cfg.d_model, tgt_vocab, bias=False)
-            nn.init.normal_(self.out_proj.weight, 0.0, cfg.d_model ** -0.5)  # fairseq's output init
+            nn.init.normal_(self.out_proj.weight, 0.0, cfg.d_model**-0.5)  # fairseq's output init
 
     def project(self, h: torch.Tensor) -> torch.Tensor:  # (..., d) -> (..., V)
         return self.out_proj(h) if self.out_proj is not None else F.linear(h, self.tgt_embed.weight)
 
     def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        pad_mask = src.eq(self.pad)                                # (B, S)
+        pad_mask = src.eq(self.pad)  # (B, S)
         return self.encoder(self.src_embed(src), pad_mask), pad_mask  # (B, S, d)
 
     def forward(self, src: torch.Tensor, prev: torch.Tensor) -> torch.Tensor:
@@ -62,7 +80,7 @@ class TransformerSeq2Seq(nn.Module):
     # --- incremental decoding ------------------------------------------------------------------
     @staticmethod
     def _attend(attn: MultiheadAttention, q_in, k, v, mask=None) -> torch.Tensor:
-        q = attn._split(attn.q_proj(q_in))                         # (N, H, 1, dh)
+        q = attn._split(attn.q_proj(q_in))  # (N, H, 1, dh)
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         N, H, T, dh = out.shape
         return attn.out_proj(out.transpose(1, 2).reshape(N, T, H * dh))
@@ -73,26 +91,42 @@ class TransformerSeq2Seq(nn.Module):
         each sentence's rows, adjacent (row b * beam + k)."""
         memory, pad_mask = self.encode(src)
         memory, pad_mask = memory.repeat_interleave(beam, 0), pad_mask.repeat_interleave(beam, 0)
-        cross = [(layer.encoder_attn._split(layer.encoder_attn.k_proj(memory)),
-                  layer.encoder_attn._split(layer.encoder_attn.v_proj(memory))) for layer in self.decoder.layers]
-        return {"cross": cross, "mask": ~pad_mask[:, None, None, :], "self": [None] * len(cross), "step": 0}
+        cross = [
+            (
+                layer.encoder_attn._split(layer.encoder_attn.k_proj(memory)),
+                layer.encoder_attn._split(layer.encoder_attn.v_proj(memory)),
+            )
+            for layer in self.decoder.layers
+        ]
+        return {
+            "cross": cross,
+            "mask": ~pad_mask[:, None, None, :],
+            "self": [None] * len(cross),
+            "step": 0,
+        }
 
     @torch.no_grad()
     def step(self, tokens: torch.Tensor, state: dict) -> torch.Tensor:
         """Log-probabilities (N, V) of the next token given the last one (N,); updates ``state``."""
         x = self.tgt_embed(tokens[:, None], offset=state["step"])  # (N, 1, d)
         for i, layer in enumerate(self.decoder.layers):
+
             def self_attn(h, i=i, attn=layer.self_attn):
                 k, v = attn._split(attn.k_proj(h)), attn._split(attn.v_proj(h))
                 if state["self"][i] is not None:
                     k = torch.cat([state["self"][i][0], k], dim=2)
                     v = torch.cat([state["self"][i][1], v], dim=2)
-                state["self"][i] = (k, v)                          # (N, H, t, dh)
+                state["self"][i] = (k, v)  # (N, H, t, dh)
                 return self._attend(attn, h, k, v)
+
             x = layer.residual(x, layer.self_attn_layer_norm, self_attn)
-            x = layer.residual(x, layer.encoder_attn_layer_norm,
-                               lambda h, i=i, attn=layer.encoder_attn: self._attend(attn, h, *state["cross"][i],
-                                                                                    state["mask"]))
+            x = layer.residual(
+                x,
+                layer.encoder_attn_layer_norm,
+                lambda h, i=i, attn=layer.encoder_attn: self._attend(
+                    attn, h, *state["cross"][i], state["mask"]
+                ),
+            )
             x = layer.residual(x, layer.final_layer_norm, layer.ffn)
         if self.decoder.layer_norm is not None:
             x = self.decoder.layer_norm(x)
@@ -104,5 +138,7 @@ class TransformerSeq2Seq(nn.Module):
         """Make row r continue the hypothesis of row ``order[r]`` (beam search's survivors). Rows
         only move between beams of one sentence, whose encoder states are equal, so only the
         self-attention caches move."""
-        state["self"] = [None if kv is None else (kv[0].index_select(0, order), kv[1].index_select(0, order))
-                         for kv in state["self"]]
+        state["self"] = [
+            None if kv is None else (kv[0].index_select(0, order), kv[1].index_select(0, order))
+            for kv in state["self"]
+        ]

@@ -5,6 +5,7 @@ it from that description, and ``normlab-export`` writes the same description to 
 so an exported model is rebuilt by this module and the norms alone (:func:`load_export`), with
 none of the data, task or training code.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -36,7 +37,10 @@ def _known(name: str) -> str:
 def spec(cls: str, **kwargs: Any) -> dict:
     """{"class": name, "kwargs": plain data}; a TransformerConfig becomes a dict under its key."""
     _known(cls)
-    plain = {k: dataclasses.asdict(v) if isinstance(v, TransformerConfig) else v for k, v in kwargs.items()}
+    plain = {
+        k: dataclasses.asdict(v) if isinstance(v, TransformerConfig) else v
+        for k, v in kwargs.items()
+    }
     return {"class": cls, "kwargs": plain}
 
 

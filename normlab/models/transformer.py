@@ -6,6 +6,7 @@ fairseq's ``normalize_before``: post-norm x <- N(x + F(x)); pre-norm x <- x + F(
 pre-norm stacks end with a final norm. Module names follow fairseq (``self_attn_layer_norm``,
 ``encoder_attn_layer_norm``, ``final_layer_norm``, ``layer_norm``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,8 +33,10 @@ class TransformerConfig:
 
     def __post_init__(self):
         if self.d_model % self.heads:
-            raise ValueError(f"model.d_model={self.d_model} is not divisible by model.heads={self.heads}; "
-                             "choose heads that divide d_model")
+            raise ValueError(
+                f"model.d_model={self.d_model} is not divisible by model.heads={self.heads}; "
+                "choose heads that divide d_model"
+            )
         for key in ("d_model", "heads", "ffn_dim", "layers"):
             if getattr(self, key) <= 0:
                 raise ValueError(f"model.{key} must be positive, got {getattr(self, key)}")
@@ -41,7 +44,9 @@ class TransformerConfig:
             if not 0.0 <= getattr(self, key) < 1.0:
                 raise ValueError(f"model.{key} must be in [0, 1), got {getattr(self, key)}")
         if self.activation not in ACTIVATIONS:
-            raise ValueError(f"model.activation must be one of {list(ACTIVATIONS)}, got {self.activation!r}")
+            raise ValueError(
+                f"model.activation must be one of {list(ACTIVATIONS)}, got {self.activation!r}"
+            )
 
 
 ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
@@ -60,10 +65,20 @@ class MultiheadAttention(nn.Module):
         B, T, d = x.shape
         return x.view(B, T, self.heads, d // self.heads).transpose(1, 2)
 
-    def forward(self, query, key, value, key_padding_mask: Optional[torch.Tensor] = None,
-                causal: bool = False) -> torch.Tensor:
+    def forward(
+        self,
+        query,
+        key,
+        value,
+        key_padding_mask: Optional[torch.Tensor] = None,
+        causal: bool = False,
+    ) -> torch.Tensor:
         """key_padding_mask: (B, S) bool, True at padding keys. causal: query i sees keys <= i."""
-        q, k, v = self._split(self.q_proj(query)), self._split(self.k_proj(key)), self._split(self.v_proj(value))
+        q, k, v = (
+            self._split(self.q_proj(query)),
+            self._split(self.k_proj(key)),
+            self._split(self.v_proj(value)),
+        )
         mask = None
         if key_padding_mask is not None:
             mask = ~key_padding_mask[:, None, None, :]  # True = may attend; (B, 1, 1, S)
@@ -71,8 +86,13 @@ class MultiheadAttention(nn.Module):
                 T, S = q.shape[2], k.shape[2]
                 mask = mask & torch.ones(T, S, dtype=torch.bool, device=q.device).tril(S - T)
         out = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, dropout_p=self.dropout if self.training else 0.0,
-            is_causal=causal and mask is None)
+            q,
+            k,
+            v,
+            attn_mask=mask,
+            dropout_p=self.dropout if self.training else 0.0,
+            is_causal=causal and mask is None,
+        )
         B, H, T, dh = out.shape
         return self.out_proj(out.transpose(1, 2).reshape(B, T, H * dh))
 
@@ -106,7 +126,9 @@ class EncoderLayer(_Block):
         self.self_attn_layer_norm = norm(cfg.d_model)
 
     def forward(self, x, pad_mask=None, causal=False):
-        x = self.residual(x, self.self_attn_layer_norm, lambda h: self.self_attn(h, h, h, pad_mask, causal))
+        x = self.residual(
+            x, self.self_attn_layer_norm, lambda h: self.self_attn(h, h, h, pad_mask, causal)
+        )
         return self.residual(x, self.final_layer_norm, self.ffn)
 
 
@@ -119,10 +141,16 @@ class DecoderLayer(_Block):
         self.encoder_attn_layer_norm = norm(cfg.d_model)
 
     def forward(self, x, memory, memory_pad_mask=None, self_pad_mask=None):
-        x = self.residual(x, self.self_attn_layer_norm,
-                          lambda h: self.self_attn(h, h, h, self_pad_mask, causal=True))
-        x = self.residual(x, self.encoder_attn_layer_norm,
-                          lambda h: self.encoder_attn(h, memory, memory, memory_pad_mask))
+        x = self.residual(
+            x,
+            self.self_attn_layer_norm,
+            lambda h: self.self_attn(h, h, h, self_pad_mask, causal=True),
+        )
+        x = self.residual(
+            x,
+            self.encoder_attn_layer_norm,
+            lambda h: self.encoder_attn(h, memory, memory, memory_pad_mask),
+        )
         return self.residual(x, self.final_layer_norm, self.ffn)
 
 

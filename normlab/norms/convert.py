@@ -1,4 +1,5 @@
 """Swap every norm of an existing model (normlab's, nn.LayerNorm, nn.RMSNorm) for one variant."""
+
 from __future__ import annotations
 
 from torch import nn
@@ -12,7 +13,9 @@ def _features(module: nn.Module) -> int:
         return module.dim
     shape = module.normalized_shape
     if len(shape) != 1:
-        raise ValueError(f"convert_norms handles norms over one dimension, got normalized_shape={shape}")
+        raise ValueError(
+            f"convert_norms handles norms over one dimension, got normalized_shape={shape}"
+        )
     return shape[0]
 
 
@@ -23,7 +26,9 @@ def convert_norms(model: nn.Module, name: str, **options) -> nn.Module:
     The new module is placed on the old one's device and dtype.
     """
     if isinstance(model, NORM_TYPES):
-        raise ValueError("convert_norms needs a model that contains norms; build_norm replaces a bare norm")
+        raise ValueError(
+            "convert_norms needs a model that contains norms; build_norm replaces a bare norm"
+        )
     build_norm(name, 4, **options)  # validate before touching the model
     for parent in list(model.modules()):
         for child_name, child in list(parent.named_children()):

@@ -11,6 +11,7 @@ Only on CUDA by default (``NORMLAB_CUDA_NORMS=0`` turns it off); on CPU the C++ 
 ``native.py`` are faster than compiled code and start without a compile. ``forced()`` runs these
 paths on any device, which is how tests check them without a GPU.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -84,7 +85,9 @@ def _derf(x, alpha, shift, w, b):
 # own (Norm.on_cuda), so adding a norm adds no branch here.
 def layernorm(m, x: torch.Tensor) -> torch.Tensor:
     if m.numerics == "paper" and not (m.detach_mean or m.detach_var):
-        return TF.layer_norm(x, (x.shape[-1],), m.weight, m.bias, m.eps)  # statistics in fp32 for half x
+        return TF.layer_norm(
+            x, (x.shape[-1],), m.weight, m.bias, m.eps
+        )  # statistics in fp32 for half x
     return _compile(_ln)(x, m.weight, m.bias, m.eps, m.numerics, m.detach_mean, m.detach_var)
 
 

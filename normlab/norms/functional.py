@@ -4,6 +4,7 @@ This module is the single reference: modules in ``layers.py`` call these functio
 fused or compiled fast path must match them (the tests compare against this file).
 All functions normalize over the last dimension.
 """
+
 from __future__ import annotations
 
 import torch

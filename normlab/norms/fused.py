@@ -27,6 +27,7 @@ sqrt(var + eps), q = 1/(n sigma)) give a = r, c = 1: exactly torch's LayerNorm b
 Results equal ``functional.py`` up to float rounding (tests/test_fused.py checks float64 and
 float32). The Functions are once-differentiable; use impl="reference" for double backward.
 """
+
 from __future__ import annotations
 
 import math
@@ -102,6 +103,7 @@ def _affine_grads(g, x, m, r, w, b, needs):
 
 # ---------------------------------------------------------------- LayerNorm family and AdaNorm
 
+
 def _ln_forward(x, eps, numerics, w=None, b=None):
     """y = (x - mu)/sigma (* w + b) for a contiguous x, with mean, r = 1/sigma and the (a, c)
     of the kernel identity (c None when a = r)."""
@@ -155,8 +157,18 @@ class _LayerNorm(torch.autograd.Function):
         if needs[0] and not detach_var:  # the kernel identity, plus r mean(g w) if mu is detached
             exact = c is None  # paper numerics: the kernel's affine gradients are exact
             plus = _row_mean(g, w) * rstd if detach_mean else None
-            dx, dw, db = _kernel_grad(g, x, mean, a, c, w, exact and needs[1] and w is not None,
-                                      b, exact and needs[2] and b is not None, plus)
+            dx, dw, db = _kernel_grad(
+                g,
+                x,
+                mean,
+                a,
+                c,
+                w,
+                exact and needs[1] and w is not None,
+                b,
+                exact and needs[2] and b is not None,
+                plus,
+            )
         elif needs[0]:  # sigma detached, with an affine: r (g w - mean(g w)) or r g w
             dx = g * w
             if not detach_mean:
@@ -173,7 +185,9 @@ def layer_norm(x, w=None, b=None, eps=1e-5, numerics="paper", detach_mean=False,
         # torch's kernel is this exact math
         return F.layer_norm(x, (x.shape[-1],), _unit(x) if w is None else w, b, eps)
     if native.usable(x, w, b):
-        return native.row_norm(x, w, b, sigma=numerics, eps=eps, detach_mean=detach_mean, detach_var=detach_var)
+        return native.row_norm(
+            x, w, b, sigma=numerics, eps=eps, detach_mean=detach_mean, detach_var=detach_var
+        )
     return _LayerNorm.apply(x, w, b, eps, numerics, detach_mean, detach_var)
 
 
@@ -212,6 +226,7 @@ def adanorm(x, C=1.0, k=0.1, eps=1e-5, numerics="paper"):
 
 # ------------------------------------------------------------------------- RMSNorm, ScaleNorm
 
+
 class _RMSNorm(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, w, eps, numerics):
@@ -225,7 +240,7 @@ class _RMSNorm(torch.autograd.Function):
             if numerics == "paper":
                 rstd, a, c = torch.rsqrt(norm.square_().div_(n).add_(eps)), None, None
             else:  # sigma = rms + eps, q = 1/(n rms): a = sqrt(r / rms); a zero row has r = 1/eps
-                rms = norm.mul_(n ** -0.5)
+                rms = norm.mul_(n**-0.5)
                 rstd = 1.0 / (rms + eps)
                 a = torch.where(rms > 0, torch.sqrt(rstd / rms), rstd)
                 c = rstd / a
@@ -244,8 +259,9 @@ class _RMSNorm(torch.autograd.Function):
         dx = dw = None
         if needs[0]:
             exact_w = c is None and needs[1] and w is not None
-            dx, dw, _ = _kernel_grad(g, x, zero, rstd if a is None else a, c, w, exact_w,
-                                     plus=_row_mean(g, w) * rstd)
+            dx, dw, _ = _kernel_grad(
+                g, x, zero, rstd if a is None else a, c, w, exact_w, plus=_row_mean(g, w) * rstd
+            )
         if dw is None and needs[1] and w is not None:
             dw, _ = _affine_grads(g, x, zero, rstd, w, None, needs)
         return dx, dw, None, None
@@ -276,8 +292,15 @@ class _ScaleNorm(torch.autograd.Function):
         norm = raw.clamp_min(ctx.eps)
         # c = g/sqrt(n) as the kernel's gain; a gain also makes it return sum(grad xh) for dL/dg
         gain = (g.detach() / math.sqrt(n)).to(x.dtype).expand(n).contiguous()
-        dx, dg, _ = _ln_bwd(grad, x, torch.zeros_like(norm), math.sqrt(n) / norm, gain, None,
-                            [ctx.needs_input_grad[0], ctx.needs_input_grad[1], False])
+        dx, dg, _ = _ln_bwd(
+            grad,
+            x,
+            torch.zeros_like(norm),
+            math.sqrt(n) / norm,
+            gain,
+            None,
+            [ctx.needs_input_grad[0], ctx.needs_input_grad[1], False],
+        )
         if dx is not None:
             r = (g / norm).to(x.dtype)
             dx.add_(_row_mean(grad, None) * r)

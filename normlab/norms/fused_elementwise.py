@@ -12,6 +12,7 @@ separates them from LayerNorm (results/bench/norms.md).
 Results equal ``functional.py`` up to float rounding (tests/test_fused.py checks float64 and
 float32). The Functions are once-differentiable; use impl="reference" for double backward.
 """
+
 from __future__ import annotations
 
 import math
@@ -57,7 +58,9 @@ class _DyT(torch.autograd.Function):
         g = g.contiguous()
         db = _col_sum(g) if ctx.has_b and needs[3] else None
         if w is None:  # s holds z = tanh: h = (1 - z^2) g
-            h = torch.addcmul(torch.ones((), dtype=s.dtype, device=s.device), s, s, value=-1.0).mul_(g)
+            h = torch.addcmul(
+                torch.ones((), dtype=s.dtype, device=s.device), s, s, value=-1.0
+            ).mul_(g)
             dw = None
         else:
             h = torch.mul(g, s)  # the one temporary: g s for dL/dw = sum(g (2s - 1)), then h

@@ -10,6 +10,7 @@ Every module normalizes over the last dimension, or over dim 1 of a channels-fir
 ``functional.py`` through autograd. Both compute the same function and gradients; the reference
 is what tests and benchmarks compare against, and it supports double backward.
 """
+
 from __future__ import annotations
 
 import torch
@@ -24,8 +25,14 @@ IMPLS = ("fused", "reference")
 class Norm(nn.Module):
     """Base: optional per-channel affine (gain g, bias b), channels-first handling, impl choice."""
 
-    def __init__(self, dim: int, gain: bool = False, bias: bool = False, channels_first: bool = False,
-                 impl: str = "fused"):
+    def __init__(
+        self,
+        dim: int,
+        gain: bool = False,
+        bias: bool = False,
+        channels_first: bool = False,
+        impl: str = "fused",
+    ):
         super().__init__()
         if impl not in IMPLS:
             raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
@@ -47,8 +54,9 @@ class Norm(nn.Module):
         if self.channels_first:
             x = x.movedim(1, -1)
         if x.shape[-1] != self.dim:
-            raise ValueError(f"{type(self).__name__}(dim={self.dim}) got a tensor with {x.shape[-1]} "
-                             "features")
+            raise ValueError(
+                f"{type(self).__name__}(dim={self.dim}) got a tensor with {x.shape[-1]} features"
+            )
         y = self.on_cuda(x) if self.impl == "fused" and cuda.active(x) else None
         if y is None:
             y = self.fused(x) if self.impl == "fused" else self.reference(x)
@@ -85,8 +93,17 @@ class NoNorm(Norm):
 class LayerNormFamily(Norm):
     """LayerNorm, LayerNorm-simple, DetachNorm and the detach-mean/var variants (Xu et al. 2019)."""
 
-    def __init__(self, dim, affine=True, detach_mean=False, detach_var=False, eps=1e-5,
-                 numerics="paper", channels_first=False, impl="fused"):
+    def __init__(
+        self,
+        dim,
+        affine=True,
+        detach_mean=False,
+        detach_var=False,
+        eps=1e-5,
+        numerics="paper",
+        channels_first=False,
+        impl="fused",
+    ):
         if numerics not in F.NUMERICS:
             raise ValueError(f"numerics must be one of {F.NUMERICS}, got {numerics!r}")
         super().__init__(dim, gain=affine, bias=affine, channels_first=channels_first, impl=impl)
@@ -97,21 +114,26 @@ class LayerNormFamily(Norm):
         return F.ln_simple(x, self.eps, self.detach_mean, self.detach_var, self.numerics)
 
     def fused(self, x):
-        return fused.layer_norm(x, self.weight, self.bias, self.eps, self.numerics, self.detach_mean,
-                                self.detach_var)
+        return fused.layer_norm(
+            x, self.weight, self.bias, self.eps, self.numerics, self.detach_mean, self.detach_var
+        )
 
     def on_cuda(self, x):
         return cuda.layernorm(self, x)
 
     def extra_repr(self):
-        return (super().extra_repr() + f", eps={self.eps}, numerics={self.numerics}, "
-                f"detach_mean={self.detach_mean}, detach_var={self.detach_var}")
+        return (
+            super().extra_repr() + f", eps={self.eps}, numerics={self.numerics}, "
+            f"detach_mean={self.detach_mean}, detach_var={self.detach_var}"
+        )
 
 
 class AdaNorm(Norm):
     """z = C(1 - k y) y with y = LN-simple(x) and phi detached. No learnable parameters."""
 
-    def __init__(self, dim, C=1.0, k=0.1, eps=1e-5, numerics="paper", channels_first=False, impl="fused"):
+    def __init__(
+        self, dim, C=1.0, k=0.1, eps=1e-5, numerics="paper", channels_first=False, impl="fused"
+    ):
         if numerics not in F.NUMERICS:
             raise ValueError(f"numerics must be one of {F.NUMERICS}, got {numerics!r}")
         super().__init__(dim, channels_first=channels_first, impl=impl)
@@ -127,11 +149,16 @@ class AdaNorm(Norm):
         return cuda.adanorm(self, x)
 
     def extra_repr(self):
-        return super().extra_repr() + f", C={self.C}, k={self.k}, eps={self.eps}, numerics={self.numerics}"
+        return (
+            super().extra_repr()
+            + f", C={self.C}, k={self.k}, eps={self.eps}, numerics={self.numerics}"
+        )
 
 
 class RMSNorm(Norm):
-    def __init__(self, dim, eps=1e-5, affine=True, numerics="paper", channels_first=False, impl="fused"):
+    def __init__(
+        self, dim, eps=1e-5, affine=True, numerics="paper", channels_first=False, impl="fused"
+    ):
         if numerics not in F.NUMERICS:
             raise ValueError(f"numerics must be one of {F.NUMERICS}, got {numerics!r}")
         super().__init__(dim, gain=affine, channels_first=channels_first, impl=impl)
@@ -181,7 +208,9 @@ class DyT(Norm):
 
 
 class Derf(Norm):
-    def __init__(self, dim, alpha_init=0.5, shift_init=0.0, affine=True, channels_first=False, impl="fused"):
+    def __init__(
+        self, dim, alpha_init=0.5, shift_init=0.0, affine=True, channels_first=False, impl="fused"
+    ):
         super().__init__(dim, gain=affine, bias=affine, channels_first=channels_first, impl=impl)
         self.alpha = nn.Parameter(torch.full((1,), float(alpha_init)))
         self.shift = nn.Parameter(torch.full((1,), float(shift_init)))

@@ -13,6 +13,7 @@ can't be built, or with ``NORMLAB_NATIVE=0``, ``load()`` returns None and the te
 paths of ``fused.py`` / ``fused_elementwise.py`` run instead (they also serve CUDA and half
 precision); a failed build says why in one warning.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -64,13 +65,18 @@ def load():
         cap = torch.backends.cpu.get_cpu_capability()
         flags = ["-O3", "-fopenmp", *([_ARCH[cap]] if cap in _ARCH else [])]
         began = time.time()
-        _state["mod"], spent = native_build.load(f"normlab_norms_{cap.lower()}", _CSRC, build_dir(), cap, flags)
+        _state["mod"], spent = native_build.load(
+            f"normlab_norms_{cap.lower()}", _CSRC, build_dir(), cap, flags
+        )
         _state["build"] = (began, spent)
     except Exception as exc:  # no compiler, no headers, a read-only home: run the tensor-op paths
-        warnings.warn(f"normlab: native CPU norm kernels unavailable ({type(exc).__name__}: "
-                      f"{str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}); using "
-                      "the slower tensor-op fast paths. Set NORMLAB_NATIVE=0 to silence this.",
-                      RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            f"normlab: native CPU norm kernels unavailable ({type(exc).__name__}: "
+            f"{str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}); using "
+            "the slower tensor-op fast paths. Set NORMLAB_NATIVE=0 to silence this.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
     return _state["mod"]
 
 
@@ -94,7 +100,12 @@ def describe() -> str:
 
 def usable(x: torch.Tensor, *params) -> bool:
     """Whether the kernels serve this call: float32/64 CPU tensors and a built extension."""
-    if _state.get("off") or x.device.type != "cpu" or x.dtype not in (torch.float32, torch.float64) or x.shape[-1] == 0:
+    if (
+        _state.get("off")
+        or x.device.type != "cpu"
+        or x.dtype not in (torch.float32, torch.float64)
+        or x.shape[-1] == 0
+    ):
         return False
     if any(p is not None and (p.device.type != "cpu" or p.dtype != x.dtype) for p in params):
         return False
@@ -128,23 +139,57 @@ class RowNorm(torch.autograd.Function):
         x, mean, rstd, coef, w, scale = ctx.saved_tensors
         need_dscale = learned and needs[3]
         dx, dw, db, dscale = _state["mod"].row_norm_bwd(
-            g, x, mean, rstd, coef, w, detach_mean, detach_var, s, k, needs[0],
-            needs[1] and w is not None, needs[2], need_dscale)
+            g,
+            x,
+            mean,
+            rstd,
+            coef,
+            w,
+            detach_mean,
+            detach_var,
+            s,
+            k,
+            needs[0],
+            needs[1] and w is not None,
+            needs[2],
+            need_dscale,
+        )
         if need_dscale:
             dscale = dscale.reshape(scale.shape).to(scale.dtype)
         return dx, dw, db if needs[2] else None, dscale, None, None, None, None, None, None, None
 
 
-def row_norm(x, w=None, b=None, scale=1.0, center=True, sigma="paper", eps=1e-5, k=0.0,
-             detach_mean=False, detach_var=False):
+def row_norm(
+    x,
+    w=None,
+    b=None,
+    scale=1.0,
+    center=True,
+    sigma="paper",
+    eps=1e-5,
+    k=0.0,
+    detach_mean=False,
+    detach_var=False,
+):
     """sigma over ss = sum((x - m)^2) of n features: "paper" sqrt(ss/n + eps) (torch's LayerNorm
     and RMSNorm), "official" std + eps (unbiased when centred, as lancopku/AdaNorm; the RMS for
     RMSNorm, as bzhangGo/rmsnorm), "clamped" max(||x - m||, eps) (ScaleNorm)."""
     n = x.shape[-1]
     kind, dn = {"paper": (0, n), "official": (1, n - 1 if center else n), "clamped": (2, 1)}[sigma]
     # without centring m = 0 is a constant: no mean term in backward, as when mu is detached
-    return RowNorm.apply(x.contiguous(), w, b, scale, center, kind, float(dn), eps, k,
-                         detach_mean or not center, detach_var)
+    return RowNorm.apply(
+        x.contiguous(),
+        w,
+        b,
+        scale,
+        center,
+        kind,
+        float(dn),
+        eps,
+        k,
+        detach_mean or not center,
+        detach_var,
+    )
 
 
 class Pointwise(torch.autograd.Function):
@@ -163,10 +208,17 @@ class Pointwise(torch.autograd.Function):
     def backward(ctx, g):
         x, alpha, shift, w = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        dx, dw, db, dalpha, dshift = _state["mod"].pointwise_bwd(g, x, ctx.fn, ctx.a, ctx.s, w, needs[0])
-        return (dx, None, dalpha.reshape(alpha.shape).to(alpha.dtype) if needs[2] else None,
-                dshift.reshape(shift.shape).to(shift.dtype) if shift is not None and needs[3] else None,
-                dw if w is not None and needs[4] else None, db if needs[5] else None)
+        dx, dw, db, dalpha, dshift = _state["mod"].pointwise_bwd(
+            g, x, ctx.fn, ctx.a, ctx.s, w, needs[0]
+        )
+        return (
+            dx,
+            None,
+            dalpha.reshape(alpha.shape).to(alpha.dtype) if needs[2] else None,
+            dshift.reshape(shift.shape).to(shift.dtype) if shift is not None and needs[3] else None,
+            dw if w is not None and needs[4] else None,
+            db if needs[5] else None,
+        )
 
 
 def pointwise(x, fn, alpha, shift=None, w=None, b=None):

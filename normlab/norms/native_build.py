@@ -9,6 +9,7 @@ made the build tool rebuild it each time the other was used. Here the sources ar
 key's folder before the build, and a folder whose build finished (``built.json``) is imported
 directly; the build tool runs only to make a folder that does not exist yet.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -32,7 +33,9 @@ def compiler() -> str:
     """The C++ compiler torch's builder will call, with its version line."""
     cxx = os.environ.get("CXX", "c++")
     try:
-        line = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=60).stdout.splitlines()[0]
+        line = subprocess.run(
+            [cxx, "--version"], capture_output=True, text=True, timeout=60
+        ).stdout.splitlines()[0]
     except (OSError, subprocess.SubprocessError, IndexError):
         line = "version unknown"
     return f"{cxx}: {line}"
@@ -40,15 +43,26 @@ def compiler() -> str:
 
 def key(csrc: Path, cap: str, flags: list[str]) -> dict:
     """Everything the built module depends on (written to built.json, hashed into its folder name)."""
-    sources = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(csrc.iterdir())
-               if p.suffix in (".cpp", ".h")}
-    return {"sources": sources, "cpu": cap, "flags": flags, "compiler": compiler(),
-            "torch": f"{torch.__version__} ({torch.version.git_version})",
-            "python": f"{sys.version} {sys.implementation.cache_tag} {sysconfig.get_config_var('EXT_SUFFIX')}"}
+    sources = {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(csrc.iterdir())
+        if p.suffix in (".cpp", ".h")
+    }
+    return {
+        "sources": sources,
+        "cpu": cap,
+        "flags": flags,
+        "compiler": compiler(),
+        "torch": f"{torch.__version__} ({torch.version.git_version})",
+        "python": f"{sys.version} {sys.implementation.cache_tag} {sysconfig.get_config_var('EXT_SUFFIX')}",
+    }
 
 
 def folder(root: Path, k: dict) -> Path:
-    return root / f"{k['cpu'].lower()}-{hashlib.sha256(json.dumps(k, sort_keys=True).encode()).hexdigest()[:12]}"
+    return (
+        root
+        / f"{k['cpu'].lower()}-{hashlib.sha256(json.dumps(k, sort_keys=True).encode()).hexdigest()[:12]}"
+    )
 
 
 def import_built(name: str, out: Path):
@@ -70,8 +84,12 @@ def locked(path: Path):
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            print(f"[normlab] another process is building normlab's CPU norm kernels in {path.parent}; "
-                  "waiting for it", file=sys.stderr, flush=True)
+            print(
+                f"[normlab] another process is building normlab's CPU norm kernels in {path.parent}; "
+                "waiting for it",
+                file=sys.stderr,
+                flush=True,
+            )
             fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield time.perf_counter() - waited
@@ -90,7 +108,7 @@ def load(name: str, csrc: Path, root: Path, cap: str, flags: list[str]) -> tuple
     start = time.perf_counter()
     module = None
     with locked(out / "build.lock"):
-        if not (out / DONE).exists():   # not built meanwhile by the process we waited for
+        if not (out / DONE).exists():  # not built meanwhile by the process we waited for
             module = _build(name, csrc, out, k, flags)
     return module or import_built(name, out), time.perf_counter() - start
 
@@ -98,8 +116,12 @@ def load(name: str, csrc: Path, root: Path, cap: str, flags: list[str]) -> tuple
 def _build(name: str, csrc: Path, out: Path, k: dict, flags: list[str]):
     from torch.utils import cpp_extension
 
-    print(f"[normlab] building normlab's CPU norm kernels, once per machine, torch and Python (20-90 s); "
-          f"cached in {out}", file=sys.stderr, flush=True)
+    print(
+        f"[normlab] building normlab's CPU norm kernels, once per machine, torch and Python (20-90 s); "
+        f"cached in {out}",
+        file=sys.stderr,
+        flush=True,
+    )
     src = out / "src"
     src.mkdir(exist_ok=True)
     for p in csrc.iterdir():
@@ -109,10 +131,24 @@ def _build(name: str, csrc: Path, out: Path, k: dict, flags: list[str]):
     # holding our lock, no other normlab process is building here
     (out / "lock").unlink(missing_ok=True)
     tic = time.perf_counter()
-    module = cpp_extension.load(name=name, sources=[str(p) for p in sorted(src.glob("*.cpp"))],
-                                build_directory=str(out), extra_cflags=flags, extra_ldflags=["-fopenmp"], verbose=False)
+    module = cpp_extension.load(
+        name=name,
+        sources=[str(p) for p in sorted(src.glob("*.cpp"))],
+        build_directory=str(out),
+        extra_cflags=flags,
+        extra_ldflags=["-fopenmp"],
+        verbose=False,
+    )
     tmp = out / f"{DONE}.tmp"
-    tmp.write_text(json.dumps({**k, "build_s": round(time.perf_counter() - tic, 1),
-                               "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, indent=1))
+    tmp.write_text(
+        json.dumps(
+            {
+                **k,
+                "build_s": round(time.perf_counter() - tic, 1),
+                "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            },
+            indent=1,
+        )
+    )
     os.replace(tmp, out / DONE)
     return module

@@ -3,6 +3,7 @@
 Gains, biases, DyT's alpha, ScaleNorm's g and every other tensor with dim() < 2 get no decay,
 the same rule for every variant, so that the comparison between norms stays fair.
 """
+
 from __future__ import annotations
 
 from torch import nn
@@ -14,6 +15,8 @@ def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
         if not p.requires_grad:
             continue
         (decay if p.dim() >= 2 else no_decay).append(p)
-    groups = [{"params": decay, "weight_decay": weight_decay},
-              {"params": no_decay, "weight_decay": 0.0}]
+    groups = [
+        {"params": decay, "weight_decay": weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
     return [g for g in groups if g["params"]]

@@ -12,6 +12,7 @@ sigma^2-weighted input-gradient variance mean_t(Var_t(dl/dx) * sigma_t^2): its r
 gradient's variance ("ratio_s2") is exactly 1 for DetachNorm (up to eps) and <= 1 for
 LayerNorm-simple, token by token, whatever the input scale.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -37,7 +38,9 @@ def token_sigma(x: torch.Tensor, channels_first: bool = False) -> torch.Tensor:
     return _tokens(x, channels_first).var(-1, unbiased=False).sqrt()
 
 
-def grad_stats(g: torch.Tensor, channels_first: bool = False, sigma: torch.Tensor | None = None) -> dict[str, float]:
+def grad_stats(
+    g: torch.Tensor, channels_first: bool = False, sigma: torch.Tensor | None = None
+) -> dict[str, float]:
     """Per-token mean/var over the hidden dim, averaged over tokens (var: population). With the
     input's per-token ``sigma``, also "var_s2" = mean over tokens of var * sigma^2 and "sigma"."""
     g = _tokens(g, channels_first)
@@ -45,7 +48,7 @@ def grad_stats(g: torch.Tensor, channels_first: bool = False, sigma: torch.Tenso
     v = g.var(-1, unbiased=False)
     parts = [m.mean(), m.abs().mean(), v.mean()]
     if sigma is not None:
-        parts += [(v * sigma ** 2).mean(), sigma.mean()]
+        parts += [(v * sigma**2).mean(), sigma.mean()]
     vals = torch.stack(parts).tolist()  # one sync, not five
     out = {"mean": vals[0], "absmean": vals[1], "var": vals[2]}
     if sigma is not None:
@@ -59,7 +62,9 @@ class GradProbe:
     def __init__(self, model: nn.Module):
         self.layers = {n: m for n, m in model.named_modules() if isinstance(m, NORM_TYPES) and n}
         self._handles = []
-        self._sigma: dict[str, list[torch.Tensor]] = defaultdict(list)  # forward pushes, backward pops
+        self._sigma: dict[str, list[torch.Tensor]] = defaultdict(
+            list
+        )  # forward pushes, backward pops
         self._sums: dict[str, float] = defaultdict(float)
         self._counts: dict[str, int] = defaultdict(int)
 
@@ -70,6 +75,7 @@ class GradProbe:
             # A stack, since a module called twice in one forward is backpropagated in reverse order.
             if torch.is_grad_enabled() and inputs and isinstance(inputs[0], torch.Tensor):
                 self._sigma[name].append(token_sigma(inputs[0], cf))
+
         return hook
 
     def _hook(self, name, module):
@@ -81,12 +87,18 @@ class GradProbe:
                 g = grads[0] if grads else None
                 if g is None:
                     continue
-                s = sigma if side == "in" and sigma is not None and sigma.numel() * g.shape[1 if cf else -1] \
-                    == g.numel() else None
+                s = (
+                    sigma
+                    if side == "in"
+                    and sigma is not None
+                    and sigma.numel() * g.shape[1 if cf else -1] == g.numel()
+                    else None
+                )
                 for k, v in grad_stats(g, cf, s).items():
                     key = f"grad/{name}/{side}_{k}"
                     self._sums[key] += v
                     self._counts[key] += 1
+
         return hook
 
     def __enter__(self):

@@ -3,6 +3,7 @@
 Every factory takes ``impl``: "fused" (default, the fast path of fused*.py) or "reference" (the
 plain autograd math of functional.py), e.g. ``norm.options.impl=reference`` on the command line.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -17,12 +18,21 @@ from . import layers as L
 def check(**ranges) -> None:
     """Range checks a norm declares in its factory: ``check(C=(C, ">0"), k=(k, ">=0"))``. A bad
     value raises ValueError naming the option and the range, before any model is built."""
-    tests = {">0": (lambda v: v > 0, "> 0"), ">=0": (lambda v: v >= 0, ">= 0"),
-             "[0,1]": (lambda v: 0 <= v <= 1, "in [0, 1]")}
+    tests = {
+        ">0": (lambda v: v > 0, "> 0"),
+        ">=0": (lambda v: v >= 0, ">= 0"),
+        "[0,1]": (lambda v: 0 <= v <= 1, "in [0, 1]"),
+    }
     for key, (value, rule) in ranges.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                or not tests[rule][0](value):
-            raise ValueError(f"norm.options.{key}={value!r} is out of range: it must be a number {tests[rule][1]}")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or not tests[rule][0](value)
+        ):
+            raise ValueError(
+                f"norm.options.{key}={value!r} is out of range: it must be a number {tests[rule][1]}"
+            )
 
 
 def _none(dim, channels_first=False, impl="fused"):
@@ -31,51 +41,79 @@ def _none(dim, channels_first=False, impl="fused"):
 
 def _layernorm(dim, eps=1e-5, numerics="paper", channels_first=False, impl="fused"):
     check(eps=(eps, ">0"))
-    return L.LayerNormFamily(dim, affine=True, eps=eps, numerics=numerics, channels_first=channels_first,
-                             impl=impl)
+    return L.LayerNormFamily(
+        dim, affine=True, eps=eps, numerics=numerics, channels_first=channels_first, impl=impl
+    )
 
 
 def _layernorm_simple(dim, eps=1e-5, numerics="paper", channels_first=False, impl="fused"):
     check(eps=(eps, ">0"))
-    return L.LayerNormFamily(dim, affine=False, eps=eps, numerics=numerics, channels_first=channels_first,
-                             impl=impl)
+    return L.LayerNormFamily(
+        dim, affine=False, eps=eps, numerics=numerics, channels_first=channels_first, impl=impl
+    )
 
 
 def _detachnorm(dim, eps=1e-5, numerics="paper", channels_first=False, impl="fused"):
     check(eps=(eps, ">0"))
-    return L.LayerNormFamily(dim, affine=False, detach_mean=True, detach_var=True, eps=eps,
-                             numerics=numerics, channels_first=channels_first, impl=impl)
+    return L.LayerNormFamily(
+        dim,
+        affine=False,
+        detach_mean=True,
+        detach_var=True,
+        eps=eps,
+        numerics=numerics,
+        channels_first=channels_first,
+        impl=impl,
+    )
 
 
 def _detach_mean(dim, eps=1e-5, numerics="paper", channels_first=False, impl="fused"):
     check(eps=(eps, ">0"))
-    return L.LayerNormFamily(dim, affine=False, detach_mean=True, eps=eps, numerics=numerics,
-                             channels_first=channels_first, impl=impl)
+    return L.LayerNormFamily(
+        dim,
+        affine=False,
+        detach_mean=True,
+        eps=eps,
+        numerics=numerics,
+        channels_first=channels_first,
+        impl=impl,
+    )
 
 
 def _detach_var(dim, eps=1e-5, numerics="paper", channels_first=False, impl="fused"):
     check(eps=(eps, ">0"))
-    return L.LayerNormFamily(dim, affine=False, detach_var=True, eps=eps, numerics=numerics,
-                             channels_first=channels_first, impl=impl)
+    return L.LayerNormFamily(
+        dim,
+        affine=False,
+        detach_var=True,
+        eps=eps,
+        numerics=numerics,
+        channels_first=channels_first,
+        impl=impl,
+    )
 
 
 def _adanorm(dim, C=1.0, k=0.1, eps=1e-5, numerics="paper", channels_first=False, impl="fused"):
-    check(C=(C, ">0"), k=(k, ">=0"), eps=(eps, ">0"))   # phi(y) = C(1 - ky): a scale C > 0
+    check(C=(C, ">0"), k=(k, ">=0"), eps=(eps, ">0"))  # phi(y) = C(1 - ky): a scale C > 0
     # C=1 by default: at init the output scale matches LayerNorm's unit gain, so LN vs AdaNorm
     # compares the phi shape at equal scale. The official script's C=2 is set per experiment.
-    return L.AdaNorm(dim, C=C, k=k, eps=eps, numerics=numerics, channels_first=channels_first,
-                     impl=impl)
+    return L.AdaNorm(
+        dim, C=C, k=k, eps=eps, numerics=numerics, channels_first=channels_first, impl=impl
+    )
 
 
 def _rmsnorm(dim, eps=1e-5, affine=True, numerics="paper", channels_first=False, impl="fused"):
     check(eps=(eps, ">0"))
-    return L.RMSNorm(dim, eps=eps, affine=affine, numerics=numerics, channels_first=channels_first,
-                     impl=impl)
+    return L.RMSNorm(
+        dim, eps=eps, affine=affine, numerics=numerics, channels_first=channels_first, impl=impl
+    )
 
 
 def _dyt(dim, alpha_init=0.5, affine=True, channels_first=False, impl="fused"):
-    check(alpha_init=(alpha_init, ">0"))   # tanh(alpha x): alpha <= 0 flips or flattens it
-    return L.DyT(dim, alpha_init=alpha_init, affine=affine, channels_first=channels_first, impl=impl)
+    check(alpha_init=(alpha_init, ">0"))  # tanh(alpha x): alpha <= 0 flips or flattens it
+    return L.DyT(
+        dim, alpha_init=alpha_init, affine=affine, channels_first=channels_first, impl=impl
+    )
 
 
 def _scalenorm(dim, eps=1e-5, channels_first=False, impl="fused"):
@@ -85,8 +123,14 @@ def _scalenorm(dim, eps=1e-5, channels_first=False, impl="fused"):
 
 def _derf(dim, alpha_init=0.5, shift_init=0.0, affine=True, channels_first=False, impl="fused"):
     check(alpha_init=(alpha_init, ">0"))
-    return L.Derf(dim, alpha_init=alpha_init, shift_init=shift_init, affine=affine,
-                  channels_first=channels_first, impl=impl)
+    return L.Derf(
+        dim,
+        alpha_init=alpha_init,
+        shift_init=shift_init,
+        affine=affine,
+        channels_first=channels_first,
+        impl=impl,
+    )
 
 
 def _batchnorm(dim, eps=1e-5, momentum=0.1, channels_first=False, impl="fused"):

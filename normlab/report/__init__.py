@@ -1,4 +1,5 @@
 """Reports from run directories: tables, findings over seeds, figures (see report.py)."""
+
 from .report import write_report
 from .runs import Run, find_runs, load_run
 

@@ -4,6 +4,7 @@ A cell's number is the mean ± sample standard deviation (ddof=1) of the test me
 completed runs, with n; diverged runs are never averaged in, they are counted and shown as
 "Diverge (k/n)"; failed and unfinished runs are shown too, so a missing seed is never hidden.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,14 +16,46 @@ from typing import Optional
 
 from .runs import Run
 
-NORM_ORDER = ["none", "layernorm", "layernorm_simple", "detachnorm", "detach_mean", "detach_var", "adanorm",
-              "rmsnorm", "dyt", "scalenorm", "derf", "batchnorm"]
-NORM_LABELS = {"none": "w/o Norm", "layernorm": "LayerNorm", "layernorm_simple": "LayerNorm-simple",
-               "detachnorm": "DetachNorm", "detach_mean": "Detach mean only", "detach_var": "Detach variance only",
-               "adanorm": "AdaNorm", "rmsnorm": "RMSNorm", "dyt": "DyT", "scalenorm": "ScaleNorm", "derf": "Derf",
-               "batchnorm": "BatchNorm"}
-TASK_ORDER = ["wmt14_en_de", "iwslt14_de_en", "iwslt15_en_vi", "enwik8", "imdb", "rt", "sst2", "sst5", "mnist",
-              "ptb"]
+NORM_ORDER = [
+    "none",
+    "layernorm",
+    "layernorm_simple",
+    "detachnorm",
+    "detach_mean",
+    "detach_var",
+    "adanorm",
+    "rmsnorm",
+    "dyt",
+    "scalenorm",
+    "derf",
+    "batchnorm",
+]
+NORM_LABELS = {
+    "none": "w/o Norm",
+    "layernorm": "LayerNorm",
+    "layernorm_simple": "LayerNorm-simple",
+    "detachnorm": "DetachNorm",
+    "detach_mean": "Detach mean only",
+    "detach_var": "Detach variance only",
+    "adanorm": "AdaNorm",
+    "rmsnorm": "RMSNorm",
+    "dyt": "DyT",
+    "scalenorm": "ScaleNorm",
+    "derf": "Derf",
+    "batchnorm": "BatchNorm",
+}
+TASK_ORDER = [
+    "wmt14_en_de",
+    "iwslt14_de_en",
+    "iwslt15_en_vi",
+    "enwik8",
+    "imdb",
+    "rt",
+    "sst2",
+    "sst5",
+    "mnist",
+    "ptb",
+]
 DECIMALS = {"acc": 2, "bleu": 2, "bpc": 3, "uas": 2, "las": 2, "loss": 3}
 
 
@@ -67,7 +100,7 @@ class Cell:
         return len({r.fingerprint() for r in self.runs if r.config}) > 1
 
     def text(self) -> str:
-        """"72.00 ± 2.00 (3)", "Diverge (3/3)", "71.50 (1); Diverge (2/3)", "–" for no runs."""
+        """ "72.00 ± 2.00 (3)", "Diverge (3/3)", "71.50 (1); Diverge (2/3)", "–" for no runs."""
         if not self.runs:
             return "–"
         parts = []
@@ -77,7 +110,11 @@ class Cell:
             if self.std is not None:
                 s += f" ± {fmt(self.std, m)}"
             parts.append(f"{s} ({len(vals)})")
-        for status, label in (("diverged", "Diverge"), ("failed", "failed"), ("incomplete", "unfinished")):
+        for status, label in (
+            ("diverged", "Diverge"),
+            ("failed", "failed"),
+            ("incomplete", "unfinished"),
+        ):
             k = self.count(status)
             if k:
                 parts.append(f"{label} ({k}/{self.n})")
@@ -107,8 +144,11 @@ class Grid:
         for _, (norm, o) in self.cells:
             if json.loads(o) not in opts.setdefault(norm, []):
                 opts[norm].append(json.loads(o))
-        self._differ = {n: sorted({k for o in os_ for k in o if any(o.get(k) != p.get(k) for p in os_)})
-                        for n, os_ in opts.items() if len(os_) > 1}
+        self._differ = {
+            n: sorted({k for o in os_ for k in o if any(o.get(k) != p.get(k) for p in os_)})
+            for n, os_ in opts.items()
+            if len(os_) > 1
+        }
 
     def column(self, run: Run) -> str:
         return f"{run.task}@{run.scale}" if self.multi_scale else run.task
@@ -116,14 +156,23 @@ class Grid:
     @property
     def columns(self) -> list[str]:
         cols = {c for c, _ in self.cells}
-        return sorted(cols, key=lambda c: (TASK_ORDER.index(c.split("@")[0]) if c.split("@")[0] in TASK_ORDER
-                                           else len(TASK_ORDER), c))
+        return sorted(
+            cols,
+            key=lambda c: (
+                TASK_ORDER.index(c.split("@")[0])
+                if c.split("@")[0] in TASK_ORDER
+                else len(TASK_ORDER),
+                c,
+            ),
+        )
 
     def variants(self, norms: Optional[list[str]] = None) -> list[tuple[str, str]]:
         """Row keys in NORM_ORDER (or ``norms``' order); norms without runs are kept when named."""
         present = {v for _, v in self.cells}
-        order = norms or sorted({n for n, _ in present},
-                                key=lambda n: (NORM_ORDER.index(n) if n in NORM_ORDER else len(NORM_ORDER), n))
+        order = norms or sorted(
+            {n for n, _ in present},
+            key=lambda n: (NORM_ORDER.index(n) if n in NORM_ORDER else len(NORM_ORDER), n),
+        )
         rows = []
         for n in order:
             vs = sorted(v for v in present if v[0] == n)
@@ -133,7 +182,9 @@ class Grid:
     def label(self, variant: tuple[str, str]) -> str:
         norm, opts = variant
         base = NORM_LABELS.get(norm, norm)
-        if norm in self._differ and json.loads(opts):   # the norm's default setting keeps its plain name
+        if norm in self._differ and json.loads(
+            opts
+        ):  # the norm's default setting keeps its plain name
             o = json.loads(opts)
             base += " (" + ", ".join(f"{k}={o.get(k, 'default')}" for k in self._differ[norm]) + ")"
         return base
@@ -167,27 +218,49 @@ def data_note(runs: list[Run]) -> str:
     limit_seeds: dict[str, set] = {}
     for r in runs:
         if r.data:
-            key = json.dumps({**r.data, "subset": LIMIT_SEED.sub("train_limit_seed={}", r.data.get("subset") or "")},
-                             sort_keys=True)
-            limit_seeds.setdefault(key, set()).update(LIMIT_SEED.findall(r.data.get("subset") or ""))
+            key = json.dumps(
+                {
+                    **r.data,
+                    "subset": LIMIT_SEED.sub("train_limit_seed={}", r.data.get("subset") or ""),
+                },
+                sort_keys=True,
+            )
+            limit_seeds.setdefault(key, set()).update(
+                LIMIT_SEED.findall(r.data.get("subset") or "")
+            )
     if not limit_seeds:
         return "data unknown (no summary)"
     notes = []
     for s in sorted(limit_seeds):
         d = json.loads(s)
         seeds = sorted(limit_seeds[s], key=int)
-        d["subset"] = d["subset"].replace("train_limit_seed={}", "train_limit_seed=" + (
-            seeds[0] if len(seeds) == 1 else f"the run's seed: {', '.join(seeds)}")) if d["subset"] else None
+        d["subset"] = (
+            d["subset"].replace(
+                "train_limit_seed={}",
+                "train_limit_seed="
+                + (seeds[0] if len(seeds) == 1 else f"the run's seed: {', '.join(seeds)}"),
+            )
+            if d["subset"]
+            else None
+        )
         sizes = dict(d.get("sizes") or {})
         dropped = d.get("train_pairs_over_max_len")
         if isinstance(dropped, int) and dropped and isinstance(sizes.get("train"), int):
             # Summaries written before translation counted used pairs have sizes.train = pairs read.
             read = d.get("train_pairs_read", sizes["train"])
-            sizes["train"] = f"{read - dropped:,} used ({read:,} read, {dropped:,} over train_max_len dropped)"
+            sizes["train"] = (
+                f"{read - dropped:,} used ({read:,} read, {dropped:,} over train_max_len dropped)"
+            )
         order = sorted(sizes, key=lambda k: (["train", "valid", "test"] + [k]).index(k))
-        size = " / ".join(f"{k} {sizes[k]:,}" if isinstance(sizes[k], int) else f"{k} {sizes[k]}"
-                          for k in order if isinstance(sizes[k], (int, str)))
-        notes.append(f"{d.get('source', '?')}; {d.get('subset') or 'full dataset'}" + (f" ({size})" if size else ""))
+        size = " / ".join(
+            f"{k} {sizes[k]:,}" if isinstance(sizes[k], int) else f"{k} {sizes[k]}"
+            for k in order
+            if isinstance(sizes[k], (int, str))
+        )
+        notes.append(
+            f"{d.get('source', '?')}; {d.get('subset') or 'full dataset'}"
+            + (f" ({size})" if size else "")
+        )
     return " | ".join(notes)
 
 

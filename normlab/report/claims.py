@@ -1,6 +1,7 @@
 """The test protocol of the findings, read once from normlab/configs/study/claims.yaml: alpha, the
 equivalence margin of each metric, the overfitting regime's threshold, the power of the minimum
 detectable effect, and the results folders whose tests form one family."""
+
 from __future__ import annotations
 
 import functools
@@ -29,7 +30,16 @@ def margin(metric: Optional[str]) -> Optional[float]:
 
 
 def margins_sentence() -> str:
-    units = {"acc": "accuracy points", "bleu": "BLEU", "bpc": "bpc", "uas": "UAS points", "loss": "nats",
-             "rise": "percentage points of valid-loss rise"}
-    return "Equivalence margins (normlab/configs/study/claims.yaml): " + ", ".join(
-        f"±{v:g} {units.get(k, k)}" for k, v in settings()["margins"].items()) + "."
+    units = {
+        "acc": "accuracy points",
+        "bleu": "BLEU",
+        "bpc": "bpc",
+        "uas": "UAS points",
+        "loss": "nats",
+        "rise": "percentage points of valid-loss rise",
+    }
+    return (
+        "Equivalence margins (normlab/configs/study/claims.yaml): "
+        + ", ".join(f"±{v:g} {units.get(k, k)}" for k, v in settings()["margins"].items())
+        + "."
+    )

@@ -8,6 +8,7 @@ the other members' tests are recomputed from their committed run copies, so ever
 of the scale is adjusted over the same family. A report of runs that belong to no member (a user's
 own sweep) is its own family, and says so.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -23,9 +24,9 @@ from .tables import Table
 @dataclass
 class Member:
     study: str
-    folder: str                        # e.g. results/mini; "" for a report outside the family
+    folder: str  # e.g. results/mini; "" for a report outside the family
     findings: list[Finding]
-    signs: dict = field(default_factory=dict)   # claim key -> sign test (wins, n, p, p_holm, p_bh)
+    signs: dict = field(default_factory=dict)  # claim key -> sign test (wins, n, p, p_holm, p_bh)
 
 
 @dataclass
@@ -96,7 +97,7 @@ def locate(folder: Path) -> Optional[tuple[str, str]]:
         if Path(t).parent.name != folder.absolute().parent.name:
             continue
         if name.startswith(head) and name.endswith(tail) and len(name) > len(head) + len(tail):
-            return study, name[len(head):len(name) - len(tail)]
+            return study, name[len(head) : len(name) - len(tail)]
     return None
 
 
@@ -105,7 +106,9 @@ def locate(folder: Path) -> Optional[tuple[str, str]]:
 Loader = Callable[[str, Path], list[Finding]]
 
 
-def build(own: list[Finding], folder: Optional[Path], load: Loader, fallback: Optional[dict] = None) -> Family:
+def build(
+    own: list[Finding], folder: Optional[Path], load: Loader, fallback: Optional[dict] = None
+) -> Family:
     """The family of the report written for results ``folder`` with rows ``own``. ``fallback``:
     study -> rows to use for a member whose folder has no runs (the tuned report's preset-lr rows
     stand in for the fixed study's)."""
@@ -130,33 +133,79 @@ def build(own: list[Finding], folder: Optional[Path], load: Loader, fallback: Op
 
 def family_sentence(fam: Family) -> str:
     """The family's members and size in one sentence, for every findings caption."""
+
     def tests(m: Member) -> int:
         rows = [f for f in m.findings if not f.decided]
-        return len(rows) + sum(f.p_tost is not None for f in rows) + sum(s["p"] is not None for s in m.signs.values())
-    kind = "declared family (normlab/configs/study/claims.yaml)" if fam.declared else "family (this report only)"
-    return (f"The {kind}, m = {fam.size} tests: " + "; ".join(f"{m.study} ({m.folder or 'these runs'}) {tests(m)}"
-                                                          for m in fam.members)
-            + (f"; absent: {', '.join(fam.absent)}" if fam.absent else "") + " (family table).")
+        return (
+            len(rows)
+            + sum(f.p_tost is not None for f in rows)
+            + sum(s["p"] is not None for s in m.signs.values())
+        )
+
+    kind = (
+        "declared family (normlab/configs/study/claims.yaml)"
+        if fam.declared
+        else "family (this report only)"
+    )
+    return (
+        f"The {kind}, m = {fam.size} tests: "
+        + "; ".join(f"{m.study} ({m.folder or 'these runs'}) {tests(m)}" for m in fam.members)
+        + (f"; absent: {', '.join(fam.absent)}" if fam.absent else "")
+        + " (family table)."
+    )
 
 
 def family_table(fam: Family, data: str = "") -> Table:
     """``data``: the caption sentence naming this report's data (aggregate.data_sentence)."""
-    t = Table("family", "The family of tests every correction runs over",
-              ["study", "folder", "claim rows", "paired t-tests", "TOST tests", "sign tests", "rows without a test"])
+    t = Table(
+        "family",
+        "The family of tests every correction runs over",
+        [
+            "study",
+            "folder",
+            "claim rows",
+            "paired t-tests",
+            "TOST tests",
+            "sign tests",
+            "rows without a test",
+        ],
+    )
     for m in fam.members:
         tested = [f for f in m.findings if not f.decided]
-        t.rows.append([m.study, m.folder or "–", str(len(m.findings)), str(len(tested)),
-                       str(sum(f.p_tost is not None for f in tested)),
-                       str(sum(s["p"] is not None for s in m.signs.values())), str(len(m.findings) - len(tested))])
-    t.rows.append(["all", "", str(sum(len(m.findings) for m in fam.members)), "", "", "", f"m = {fam.size} tests"])
-    how = ("declared in normlab/configs/study/claims.yaml (family): every study's tests are recomputed from its "
-           "committed run copies whichever member's report is written" if fam.declared else
-           "these runs belong to no study of normlab/configs/study/claims.yaml, so the family is this report's "
-           "own tests")
-    t.caption = (f"Holm and Benjamini-Hochberg adjust all m = {fam.size} tests together: {how}. "
-                 "Rows decided without a test (divergence, outside the overfitting regime, fewer than 2 paired "
-                 "seeds) are not in the family." + (f" Absent members (no runs yet): {', '.join(fam.absent)}."
-                                                     if fam.absent else ""))
+        t.rows.append(
+            [
+                m.study,
+                m.folder or "–",
+                str(len(m.findings)),
+                str(len(tested)),
+                str(sum(f.p_tost is not None for f in tested)),
+                str(sum(s["p"] is not None for s in m.signs.values())),
+                str(len(m.findings) - len(tested)),
+            ]
+        )
+    t.rows.append(
+        [
+            "all",
+            "",
+            str(sum(len(m.findings) for m in fam.members)),
+            "",
+            "",
+            "",
+            f"m = {fam.size} tests",
+        ]
+    )
+    how = (
+        "declared in normlab/configs/study/claims.yaml (family): every study's tests are recomputed from its "
+        "committed run copies whichever member's report is written"
+        if fam.declared
+        else "these runs belong to no study of normlab/configs/study/claims.yaml, so the family is this report's "
+        "own tests"
+    )
+    t.caption = (
+        f"Holm and Benjamini-Hochberg adjust all m = {fam.size} tests together: {how}. "
+        "Rows decided without a test (divergence, outside the overfitting regime, fewer than 2 paired "
+        "seeds) are not in the family."
+        + (f" Absent members (no runs yet): {', '.join(fam.absent)}." if fam.absent else "")
+    )
     t.notes = [data] if data else []
     return t
-

@@ -6,6 +6,7 @@ every axis is labelled with its unit, every norm keeps its colour and line style
 is returned for the Markdown index, not drawn into the image, where it would be unreadable and
 unsearchable.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -33,12 +34,18 @@ def _series(runs: list[Run], get: Callable[[Run], list[tuple[int, float]]]):
             if finite(v):
                 by_step.setdefault(s, []).append(v)
     steps = sorted(by_step)
-    return (steps, [sum(by_step[s]) / len(by_step[s]) for s in steps], [min(by_step[s]) for s in steps],
-            [max(by_step[s]) for s in steps])
+    return (
+        steps,
+        [sum(by_step[s]) / len(by_step[s]) for s in steps],
+        [min(by_step[s]) for s in steps],
+        [max(by_step[s]) for s in steps],
+    )
 
 
 def split_loss(split: str):
-    return lambda r: [(x["step"], x["loss"]) for x in r.curves if x.get("split") == split and "loss" in x]
+    return lambda r: [
+        (x["step"], x["loss"]) for x in r.curves if x.get("split") == split and "loss" in x
+    ]
 
 
 def probe_key(key: str):
@@ -51,18 +58,37 @@ class Panel:
 
 
 # the training loss is cross-entropy with natural logarithms: per token (MT, LM) or per example
-LOSS_PANELS = [Panel("train loss", split_loss("train"), "train cross-entropy (nats)"),
-               Panel("valid loss", split_loss("valid"), "valid cross-entropy (nats)")]
+LOSS_PANELS = [
+    Panel("train loss", split_loss("train"), "train cross-entropy (nats)"),
+    Panel("valid loss", split_loss("valid"), "valid cross-entropy (nats)"),
+]
 # where overfitting lives: how far the valid loss has climbed above its own minimum
-RISE_PANEL = Panel("valid loss above its minimum", rise_curve, "valid loss − its minimum (% of minimum)")
-GRAD_PANELS = [Panel("|mean ∂ℓ/∂x| (re-centring)", probe_key("in_absmean"), "|mean ∂ℓ/∂x| (log scale)", log=True),
-               Panel("Var ∂ℓ/∂x", probe_key("in_var"), "Var ∂ℓ/∂x (log scale)", log=True),
-               Panel("Var ∂ℓ/∂x / Var ∂ℓ/∂y (mostly 1/σ²)", probe_key("var_ratio"), "variance ratio (log scale)",
-                     log=True)]
+RISE_PANEL = Panel(
+    "valid loss above its minimum", rise_curve, "valid loss − its minimum (% of minimum)"
+)
+GRAD_PANELS = [
+    Panel(
+        "|mean ∂ℓ/∂x| (re-centring)", probe_key("in_absmean"), "|mean ∂ℓ/∂x| (log scale)", log=True
+    ),
+    Panel("Var ∂ℓ/∂x", probe_key("in_var"), "Var ∂ℓ/∂x (log scale)", log=True),
+    Panel(
+        "Var ∂ℓ/∂x / Var ∂ℓ/∂y (mostly 1/σ²)",
+        probe_key("var_ratio"),
+        "variance ratio (log scale)",
+        log=True,
+    ),
+]
 
 
-def figure(grid: Grid, key: str, title: str, norms: Optional[list[str]], panels: list[Panel], out: Path,
-           what: str) -> Optional[str]:
+def figure(
+    grid: Grid,
+    key: str,
+    title: str,
+    norms: Optional[list[str]],
+    panels: list[Panel],
+    out: Path,
+    what: str,
+) -> Optional[str]:
     """Draw rows = tasks (with runs of at least one of ``norms``) x ``panels``; write
     out/<key>.png and .pdf; return the caption, or None when there is nothing to compare (a
     figure named for given norms needs runs of two of them)."""
@@ -75,20 +101,38 @@ def figure(grid: Grid, key: str, title: str, norms: Optional[list[str]], panels:
     first = {n: i for i, n in reversed(list(enumerate(v[0] for v in variants)))}
     variants.sort(key=lambda v: (first[v[0]], v[1] != "{}", v[1]))
     rank = {v: [u for u in variants if u[0] == v[0]].index(v) for v in variants}
-    series = {(c, v, j): _series([r for r in grid.cell(c, v).runs if r.status == "completed"], panel.get)
-              for c in grid.columns for v in variants for j, panel in enumerate(panels)}
-    columns = [c for c in grid.columns if any(series[c, v, j][0] for v in variants for j in range(len(panels)))]
+    series = {
+        (c, v, j): _series([r for r in grid.cell(c, v).runs if r.status == "completed"], panel.get)
+        for c in grid.columns
+        for v in variants
+        for j, panel in enumerate(panels)
+    }
+    columns = [
+        c
+        for c in grid.columns
+        if any(series[c, v, j][0] for v in variants for j in range(len(panels)))
+    ]
     if not columns:
         return None
-    left = sorted(f"{r.task}/{r.norm}/seed{r.seed} ({r.status})" for c in columns for v in variants
-                  for r in grid.cell(c, v).runs if r.status != "completed")
+    left = sorted(
+        f"{r.task}/{r.norm}/seed{r.seed} ({r.status})"
+        for c in columns
+        for v in variants
+        for r in grid.cell(c, v).runs
+        if r.status != "completed"
+    )
     shown = ", ".join(left[:8]) + (f" and {len(left) - 8} more" if len(left) > 8 else "")
-    caption = (f"{title}. {what} Lines: mean over seeds of completed runs; band: min–max over seeds; x: "
-               "training step. " + (f"Left out, not completed: {shown}. " if left else "")
-               + data_sentence(grid, columns))
+    caption = (
+        f"{title}. {what} Lines: mean over seeds of completed runs; band: min–max over seeds; x: "
+        "training step. "
+        + (f"Left out, not completed: {shown}. " if left else "")
+        + data_sentence(grid, columns)
+    )
     w, h = 4.2 * len(panels), 2.8 * len(columns)
     # constrained layout places the title right above the first row whatever the row count
-    fig, axes = plt.subplots(len(columns), len(panels), figsize=(w, h), squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(
+        len(columns), len(panels), figsize=(w, h), squeeze=False, layout="constrained"
+    )
     for i, c in enumerate(columns):
         for j, panel in enumerate(panels):
             ax = axes[i][j]
@@ -107,12 +151,19 @@ def figure(grid: Grid, key: str, title: str, norms: Optional[list[str]], panels:
             ax.set_ylabel(panel.ylabel, fontsize=8)
             ax.tick_params(labelsize=7, which="both")
             ax.grid(alpha=0.3, lw=0.5)
-            if ax.has_data() and j == len(panels) - 1:  # one legend per task, outside its last panel
+            if (
+                ax.has_data() and j == len(panels) - 1
+            ):  # one legend per task, outside its last panel
                 ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), handlelength=3)
     fig.suptitle(title, fontsize=11)
     out.mkdir(parents=True, exist_ok=True)
-    for ext, kw in (("png", {"dpi": 120}), ("pdf", {"metadata": {"CreationDate": None, "ModDate": None}})):
-        fig.savefig(out / f"{key}.{ext}", bbox_inches="tight", **kw)  # grows to hold the outside legends
+    for ext, kw in (
+        ("png", {"dpi": 120}),
+        ("pdf", {"metadata": {"CreationDate": None, "ModDate": None}}),
+    ):
+        fig.savefig(
+            out / f"{key}.{ext}", bbox_inches="tight", **kw
+        )  # grows to hold the outside legends
     plt.close(fig)
     return caption
 
@@ -121,20 +172,35 @@ def figure(grid: Grid, key: str, title: str, norms: Optional[list[str]], panels:
 # figure's norms that have runs, so a title never names a norm the figure does not show
 FIGURES = {
     "curves": ("Train and valid loss per norm", None, LOSS_PANELS, "All norm variants."),
-    "overfitting": ("Overfitting: {norms}", ["layernorm", "layernorm_simple"],
-                    LOSS_PANELS + [RISE_PANEL],
-                    "The paper (Enwiki8 figure): with bias and gain the train loss is lower and the valid loss "
-                    "ends higher. The third panel shows the valid loss relative to its own minimum: the rise after "
-                    "it is where overfitting shows, independent of when each norm peaked."),
-    "detachnorm": ("{norms}", ["detachnorm", "layernorm_simple", "none"],
-                   LOSS_PANELS, "The paper (Table 2): normalizing forward without the mean/variance "
-                   "derivatives (DetachNorm) loses to LayerNorm-simple."),
-    "adanorm": ("{norms}", ["adanorm", "layernorm"], LOSS_PANELS,
-                "The paper (PTB, De-En figures): AdaNorm's valid loss rises less late in training."),
-    "grad_stats": ("Theorem 1: gradient statistics per norm variant", None, GRAD_PANELS,
-                   "From the gradient probe (grad/all/...: per-token statistics over the hidden dimension, "
-                   "averaged over tokens and norm layers). LayerNorm-simple and Detach variance only give a "
-                   "re-centred input gradient (|mean| at float-rounding level); DetachNorm and Detach mean only "
-                   "do not. The variance ratio mostly tracks 1/σ² of the norm's input, not Theorem 1's shrinkage; "
-                   "the σ²-normalized ratio is in the grad_stats table where the probe recorded σ."),
+    "overfitting": (
+        "Overfitting: {norms}",
+        ["layernorm", "layernorm_simple"],
+        LOSS_PANELS + [RISE_PANEL],
+        "The paper (Enwiki8 figure): with bias and gain the train loss is lower and the valid loss "
+        "ends higher. The third panel shows the valid loss relative to its own minimum: the rise after "
+        "it is where overfitting shows, independent of when each norm peaked.",
+    ),
+    "detachnorm": (
+        "{norms}",
+        ["detachnorm", "layernorm_simple", "none"],
+        LOSS_PANELS,
+        "The paper (Table 2): normalizing forward without the mean/variance "
+        "derivatives (DetachNorm) loses to LayerNorm-simple.",
+    ),
+    "adanorm": (
+        "{norms}",
+        ["adanorm", "layernorm"],
+        LOSS_PANELS,
+        "The paper (PTB, De-En figures): AdaNorm's valid loss rises less late in training.",
+    ),
+    "grad_stats": (
+        "Theorem 1: gradient statistics per norm variant",
+        None,
+        GRAD_PANELS,
+        "From the gradient probe (grad/all/...: per-token statistics over the hidden dimension, "
+        "averaged over tokens and norm layers). LayerNorm-simple and Detach variance only give a "
+        "re-centred input gradient (|mean| at float-rounding level); DetachNorm and Detach mean only "
+        "do not. The variance ratio mostly tracks 1/σ² of the norm's input, not Theorem 1's shrinkage; "
+        "the σ²-normalized ratio is in the grad_stats table where the probe recorded σ.",
+    ),
 }

@@ -17,6 +17,7 @@ where it is better or equivalent and refuted where it is worse. A norm that dive
 while the other completed decides the row without a test; a task outside the overfitting regime
 (overfit.py) has no row test for that claim.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -35,24 +36,60 @@ class Claim:
     text: str
     a: str
     b: str
-    strict: bool        # "A > B" (must be shown) rather than "A >= B" (must not be refuted)
-    measure: str        # "metric" (test metric) or "rise" (valid-loss rise after its minimum, %)
+    strict: bool  # "A > B" (must be shown) rather than "A >= B" (must not be refuted)
+    measure: str  # "metric" (test metric) or "rise" (valid-loss rise after its minimum, %)
     source: str
 
 
 CLAIMS = [
-    Claim("ln_simple_no_worse", "Bias and gain do not help: LayerNorm-simple ≥ LayerNorm", "layernorm_simple",
-          "layernorm", False, "metric", "Table 1"),
-    Claim("ln_overfits", "Bias and gain overfit: LayerNorm's valid loss rises more after its minimum than "
-          "LayerNorm-simple's", "layernorm", "layernorm_simple", True, "rise", "Enwiki8 figure"),
-    Claim("derivatives_matter", "The derivatives of mean and variance matter: LayerNorm-simple > DetachNorm",
-          "layernorm_simple", "detachnorm", True, "metric", "Table 2"),
-    Claim("var_derivative_matters_more", "The variance derivative matters more than the mean's: "
-          "Detach mean only > Detach variance only", "detach_mean", "detach_var", True, "metric",
-          "poster text (papers.md §1.1)"),
+    Claim(
+        "ln_simple_no_worse",
+        "Bias and gain do not help: LayerNorm-simple ≥ LayerNorm",
+        "layernorm_simple",
+        "layernorm",
+        False,
+        "metric",
+        "Table 1",
+    ),
+    Claim(
+        "ln_overfits",
+        "Bias and gain overfit: LayerNorm's valid loss rises more after its minimum than "
+        "LayerNorm-simple's",
+        "layernorm",
+        "layernorm_simple",
+        True,
+        "rise",
+        "Enwiki8 figure",
+    ),
+    Claim(
+        "derivatives_matter",
+        "The derivatives of mean and variance matter: LayerNorm-simple > DetachNorm",
+        "layernorm_simple",
+        "detachnorm",
+        True,
+        "metric",
+        "Table 2",
+    ),
+    Claim(
+        "var_derivative_matters_more",
+        "The variance derivative matters more than the mean's: "
+        "Detach mean only > Detach variance only",
+        "detach_mean",
+        "detach_var",
+        True,
+        "metric",
+        "poster text (papers.md §1.1)",
+    ),
     # The paper claims AdaNorm *improves* on LayerNorm (abstract; better on 7 of 8 in Table 3), so strict.
-    Claim("adanorm_improves", "AdaNorm improves on LayerNorm: AdaNorm > LayerNorm", "adanorm", "layernorm", True,
-          "metric", "Table 3"),
+    Claim(
+        "adanorm_improves",
+        "AdaNorm improves on LayerNorm: AdaNorm > LayerNorm",
+        "adanorm",
+        "layernorm",
+        True,
+        "metric",
+        "Table 3",
+    ),
 ]
 SUPPORTS = {"better", "larger"}
 AGAINST = {"worse", "smaller"}
@@ -64,14 +101,16 @@ class Finding:
     column: str
     unit: str = ""
     sentence: str = ""
-    decided: str = ""                   # a verdict without a test: divergence, outside the regime, too few runs
-    n: int = 0                          # seeds both norms completed: the pairs tested
+    decided: str = ""  # a verdict without a test: divergence, outside the regime, too few runs
+    n: int = 0  # seeds both norms completed: the pairs tested
     n_a: int = 0
     n_b: int = 0
-    diff: Optional[float] = None        # mean paired difference, in the claim's direction: positive = as claimed
+    diff: Optional[float] = (
+        None  # mean paired difference, in the claim's direction: positive = as claimed
+    )
     sd: Optional[float] = None
     t: Optional[float] = None
-    p: Optional[float] = None           # two-sided paired t-test
+    p: Optional[float] = None  # two-sided paired t-test
     ci90: Optional[tuple] = None
     margin: Optional[float] = None
     p_tost: Optional[float] = None
@@ -88,8 +127,11 @@ class Finding:
         """The verdict with the p-values of ``kind``: "raw", "holm" or "bh"."""
         if self.decided:
             return self.decided
-        p, pt = {"raw": (self.p, self.p_tost), "holm": (self.p_holm, self.tost_holm),
-                 "bh": (self.p_bh, self.tost_bh)}[kind]
+        p, pt = {
+            "raw": (self.p, self.p_tost),
+            "holm": (self.p_holm, self.tost_holm),
+            "bh": (self.p_bh, self.tost_bh),
+        }[kind]
         alpha = settings()["alpha"]
         up, down = ("larger", "smaller") if self.claim.measure == "rise" else ("better", "worse")
         if p is not None and p < alpha:
@@ -124,9 +166,14 @@ def evaluate(grid: Grid, claim: Claim, column: str) -> Optional[Finding]:
     sign = 1.0 if (claim.measure == "rise" or hib) else -1.0
     va, vb = _values(A, claim), _values(B, claim)
     la, lb = NORM_LABELS.get(claim.a, claim.a), NORM_LABELS.get(claim.b, claim.b)
-    f = Finding(claim, column, unit, n_a=len(va), n_b=len(vb), paper=_paper(claim, column.split("@")[0]))
-    div = "".join(f"; {lbl} diverged in {c.count('diverged')}/{c.n}" for lbl, c in ((la, A), (lb, B))
-                  if c.count("diverged"))
+    f = Finding(
+        claim, column, unit, n_a=len(va), n_b=len(vb), paper=_paper(claim, column.split("@")[0])
+    )
+    div = "".join(
+        f"; {lbl} diverged in {c.count('diverged')}/{c.n}"
+        for lbl, c in ((la, A), (lb, B))
+        if c.count("diverged")
+    )
     if claim.measure == "rise" and in_regime(grid, column) is False:
         f.decided, f.sentence = "outside the regime", regime_label(grid, column) + ": no test"
         return f
@@ -136,28 +183,52 @@ def evaluate(grid: Grid, claim: Claim, column: str) -> Optional[Finding]:
         elif B.count("diverged") and not vb and va:
             f.decided, f.sentence = "better", f"{lb} diverged in every run, {la} did not{div}"
         else:
-            f.decided, f.sentence = "no test", f"no completed runs to compare (n = {len(va)}/{len(vb)}){div}"
+            f.decided, f.sentence = (
+                "no test",
+                f"no completed runs to compare (n = {len(va)}/{len(vb)}){div}",
+            )
         return f
     seeds = sorted(set(va) & set(vb))
     unpaired = sorted(set(va) ^ set(vb))
     pr = S.paired([sign * va[s] for s in seeds], [sign * vb[s] for s in seeds], margin(unit))
-    f.n, f.diff, f.sd, f.t, f.p, f.ci90, f.margin, f.p_tost = (pr.n, pr.diff, pr.sd, pr.t, pr.p, pr.ci90,
-                                                                 pr.margin, pr.p_tost)
-    what = (f"{la} − {lb} = {fmt(f.diff, unit, signed=True)} {unit}" if claim.measure == "metric"
-            else f"rise({la}) − rise({lb}) = {f.diff:+.2f} percentage points")
+    f.n, f.diff, f.sd, f.t, f.p, f.ci90, f.margin, f.p_tost = (
+        pr.n,
+        pr.diff,
+        pr.sd,
+        pr.t,
+        pr.p,
+        pr.ci90,
+        pr.margin,
+        pr.p_tost,
+    )
+    what = (
+        f"{la} − {lb} = {fmt(f.diff, unit, signed=True)} {unit}"
+        if claim.measure == "metric"
+        else f"rise({la}) − rise({lb}) = {f.diff:+.2f} percentage points"
+    )
     if claim.measure == "metric" and not hib and pr.n:
         what += " (sign flipped: positive = lower " + unit + ")"
-    left = f"; seed(s) {', '.join(map(str, unpaired))} left out: completed by one norm only" if unpaired else ""
+    left = (
+        f"; seed(s) {', '.join(map(str, unpaired))} left out: completed by one norm only"
+        if unpaired
+        else ""
+    )
     if pr.n < 2:
         f.decided = "too few runs"
-        f.sentence = f"too few paired seeds for a test (n = {pr.n}); {what}{left}{div}" if pr.n else \
-            f"no seed completed by both norms{left}{div}"
+        f.sentence = (
+            f"too few paired seeds for a test (n = {pr.n}); {what}{left}{div}"
+            if pr.n
+            else f"no seed completed by both norms{left}{div}"
+        )
         if not pr.n:
             f.diff = None
         return f
     if pr.p is None:
-        f.decided, f.sentence = "no test", f"no spread of the per-seed differences, the t-test is undefined " \
-                                           f"(n = {pr.n}); {what}{left}{div}"
+        f.decided, f.sentence = (
+            "no test",
+            f"no spread of the per-seed differences, the t-test is undefined "
+            f"(n = {pr.n}); {what}{left}{div}",
+        )
         return f
     f.sentence = f"{what}; paired t = {f.t:.2f}, n = {pr.n} seeds{left}{div}"
     return f
@@ -165,4 +236,9 @@ def evaluate(grid: Grid, claim: Claim, column: str) -> Optional[Finding]:
 
 def findings(grid: Grid) -> list[Finding]:
     """Every claim row of one grid, unadjusted (family.apply adjusts them)."""
-    return [f for claim in CLAIMS for column in grid.columns if (f := evaluate(grid, claim, column)) is not None]
+    return [
+        f
+        for claim in CLAIMS
+        for column in grid.columns
+        if (f := evaluate(grid, claim, column)) is not None
+    ]

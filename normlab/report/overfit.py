@@ -11,6 +11,7 @@ generalization. So two measures, per run, from its curves:
 A task whose LayerNorm valid loss does not rise (below ``regime_rise_pct`` of claims.yaml) never
 reached the regime the claim is about: it is labelled outside and counts neither for nor against.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -41,7 +42,11 @@ def _gap_at(run: Run, record: Optional[dict]) -> Optional[float]:
     if record is None:
         return None
     s = record["step"]
-    train = [r for r in run.curves if r.get("split") == "train" and finite(r.get("loss")) and r["step"] <= s]
+    train = [
+        r
+        for r in run.curves
+        if r.get("split") == "train" and finite(r.get("loss")) and r["step"] <= s
+    ]
     if not train:
         return None
     window = [r["loss"] for r in train if r["step"] > 0.9 * s] or [train[-1]["loss"]]
@@ -85,38 +90,69 @@ def regime_label(grid: Grid, column: str) -> str:
     rise, limit = ln_rise(grid, column), settings()["regime_rise_pct"]
     if rise is None:
         return "– (no LayerNorm runs)"
-    return (f"overfits (LayerNorm +{rise:.1f}%)" if rise >= limit else
-            f"outside the regime (LayerNorm +{rise:.1f}% < {limit:g}%)")
+    return (
+        f"overfits (LayerNorm +{rise:.1f}%)"
+        if rise >= limit
+        else f"outside the regime (LayerNorm +{rise:.1f}% < {limit:g}%)"
+    )
 
 
 def _stat(vals: list[float], decimals: int, unit: str = "") -> str:
     if not vals:
         return "–"
     s = f"{statistics.fmean(vals):+.{decimals}f}{unit}"
-    return s + (f" ± {statistics.stdev(vals):.{decimals}f}" if len(vals) >= 2 else "") + f" ({len(vals)})"
+    return (
+        s
+        + (f" ± {statistics.stdev(vals):.{decimals}f}" if len(vals) >= 2 else "")
+        + f" ({len(vals)})"
+    )
 
 
 def _best_over_last(runs: list[Run]) -> str:
-    pairs = [(r.summary["best_step"], r.summary["steps"]) for r in runs
-             if r.status == "completed" and "best_step" in r.summary and "steps" in r.summary]
+    pairs = [
+        (r.summary["best_step"], r.summary["steps"])
+        for r in runs
+        if r.status == "completed" and "best_step" in r.summary and "steps" in r.summary
+    ]
     if not pairs:
         return "–"
-    return f"{statistics.fmean(b for b, _ in pairs):.0f} / {statistics.fmean(s for _, s in pairs):.0f}"
+    return (
+        f"{statistics.fmean(b for b, _ in pairs):.0f} / {statistics.fmean(s for _, s in pairs):.0f}"
+    )
 
 
 def overfitting_table(grid: Grid) -> Table:
-    t = Table("overfitting", "Overfitting where it lives: the valid-loss rise after its minimum and the gap at "
-              "the best checkpoint",
-              ["task", "norm", "best / last step", "valid rise after min (%)", "gap at best (nats)",
-               "gap at last (nats)", "regime"])
+    t = Table(
+        "overfitting",
+        "Overfitting where it lives: the valid-loss rise after its minimum and the gap at "
+        "the best checkpoint",
+        [
+            "task",
+            "norm",
+            "best / last step",
+            "valid rise after min (%)",
+            "gap at best (nats)",
+            "gap at last (nats)",
+            "regime",
+        ],
+    )
     for c in grid.columns:
         label = regime_label(grid, c)
         for v in grid.variants():
             runs = grid.cell(c, v).runs
             if not runs:
                 continue
-            t.rows.append([c, grid.label(v), _best_over_last(runs), _stat(_values(runs, valid_rise), 1, "%"),
-                           _stat(_values(runs, gap_best), 3), _stat(_values(runs, gap_last), 3), label])
+            t.rows.append(
+                [
+                    c,
+                    grid.label(v),
+                    _best_over_last(runs),
+                    _stat(_values(runs, valid_rise), 1, "%"),
+                    _stat(_values(runs, gap_best), 3),
+                    _stat(_values(runs, gap_last), 3),
+                    label,
+                ]
+            )
     t.caption = (
         "Per task and norm, mean ± std (n completed runs): the valid-loss rise after its minimum, (last − min) / "
         "min; the gap = valid loss minus the mean train loss of the last 10% of steps before that evaluation "
@@ -125,7 +161,8 @@ def overfitting_table(grid: Grid) -> Table:
         "mean step of the best checkpoint and of the end of training. The bias-and-gain claim is tested on the "
         f"rise (findings); a task whose LayerNorm valid loss rises less than {settings()['regime_rise_pct']:g}% "
         "(normlab/configs/study/claims.yaml) is outside the overfitting regime, and its row counts neither for "
-        "nor against the claim.")
+        "nor against the claim."
+    )
     t.notes = [data_sentence(grid)]
     return t
 
@@ -142,10 +179,16 @@ def figure_note(grid: Grid) -> str:
         if not all(rise.values()):
             continue
         text = " vs ".join(f"{statistics.fmean(rise[n]):+.1f}%" for n in cells)
-        gaps = " vs ".join(fmt(statistics.fmean(gap[n]), "loss", signed=True) if gap[n] else "–" for n in cells)
+        gaps = " vs ".join(
+            fmt(statistics.fmean(gap[n]), "loss", signed=True) if gap[n] else "–" for n in cells
+        )
         outside = "" if in_regime(grid, c) else " (outside the regime)"
         parts.append(f"{c}{outside}: rise {text}, gap at best {gaps}")
     if not parts:
         return ""
-    return (f"Valid-loss rise after its minimum and gap at the best checkpoint, "
-            f"{NORM_LABELS['layernorm']} vs {NORM_LABELS['layernorm_simple']}: " + "; ".join(parts) + ".")
+    return (
+        f"Valid-loss rise after its minimum and gap at the best checkpoint, "
+        f"{NORM_LABELS['layernorm']} vs {NORM_LABELS['layernorm_simple']}: "
+        + "; ".join(parts)
+        + "."
+    )

@@ -3,6 +3,7 @@
 TABLES is the one definition of which norms each table compares; normlab/configs/experiment/<key>.yaml
 sweep exactly these norms (tests/test_reproduce.py checks that they agree).
 """
+
 from __future__ import annotations
 
 import json
@@ -16,20 +17,36 @@ from .tables import Table
 
 TABLES: dict[str, tuple[str, list[str]]] = {
     "table1": ("Table 1: bias and gain", ["none", "layernorm", "layernorm_simple"]),
-    "table2": ("Table 2: derivatives of the mean and variance",
-               ["none", "detachnorm", "layernorm_simple", "detach_mean", "detach_var"]),
-    "table3": ("Table 3: AdaNorm", ["none", "layernorm", "layernorm_simple", "adanorm"]),  # the paper's rows
-    "beyond": ("Beyond the paper: RMSNorm and DyT beside LayerNorm", ["layernorm", "rmsnorm", "dyt"]),
+    "table2": (
+        "Table 2: derivatives of the mean and variance",
+        ["none", "detachnorm", "layernorm_simple", "detach_mean", "detach_var"],
+    ),
+    "table3": (
+        "Table 3: AdaNorm",
+        ["none", "layernorm", "layernorm_simple", "adanorm"],
+    ),  # the paper's rows
+    "beyond": (
+        "Beyond the paper: RMSNorm and DyT beside LayerNorm",
+        ["layernorm", "rmsnorm", "dyt"],
+    ),
 }
 # The paper's Table 2 "Improvement" rows: (after which norm's row, better, worse).
-IMPROVEMENTS = {"table2": [("detachnorm", "detachnorm", "none"),
-                           ("layernorm_simple", "layernorm_simple", "detachnorm")]}
+IMPROVEMENTS = {
+    "table2": [
+        ("detachnorm", "detachnorm", "none"),
+        ("layernorm_simple", "layernorm_simple", "detachnorm"),
+    ]
+}
 
-WHAT = ("Test {metric} of the checkpoint with the best validation score; mean ± sample std over seeds "
-        "(n = completed runs). Diverge (k/n): k of n runs stopped with a non-finite training loss or one "
-        "above task.train.diverge_loss; they are never averaged in.")
-PAPER_NOTE = ("'(paper)' columns: " + P.SOURCE + "; our scale and, where noted, our data differ, so compare "
-              "the order of the rows, not the numbers.")
+WHAT = (
+    "Test {metric} of the checkpoint with the best validation score; mean ± sample std over seeds "
+    "(n = completed runs). Diverge (k/n): k of n runs stopped with a non-finite training loss or one "
+    "above task.train.diverge_loss; they are never averaged in."
+)
+PAPER_NOTE = (
+    "'(paper)' columns: " + P.SOURCE + "; our scale and, where noted, our data differ, so compare "
+    "the order of the rows, not the numbers."
+)
 MIXED_NOTE = "† the cell's runs differ in config beyond the seed."
 
 
@@ -56,12 +73,16 @@ def improvement(grid: Grid, column: str, better: str, worse: str) -> Optional[fl
     return (a - b) if grid.metric(column)[1] else (b - a)
 
 
-def norm_table(grid: Grid, key: str, title: str, norms: Optional[list[str]], paper: bool = True) -> Table:
+def norm_table(
+    grid: Grid, key: str, title: str, norms: Optional[list[str]], paper: bool = True
+) -> Table:
     columns = grid.columns
     header = ["norm"]
     best = {}
     for c in columns:
-        best[len(header)] = grid.metric(c)[1]  # only our columns are ranked; the paper's are for reference
+        best[len(header)] = grid.metric(c)[
+            1
+        ]  # only our columns are ranked; the paper's are for reference
         header.append(_header(grid, c))
         if paper and P.has_published(c.split("@")[0]):
             header.append(f"{c} (paper)")
@@ -80,8 +101,11 @@ def norm_table(grid: Grid, key: str, title: str, norms: Optional[list[str]], pap
             t.rows.append(_improvement_row(grid, columns, better, worse))
     t.notes = _common_notes(grid, columns, paper)
     if after:
-        t.notes.insert(1, "Improvement rows: difference of means, positive = the first-named variant is better "
-                          "(sign flipped for BPC), as in the paper's Table 2.")
+        t.notes.insert(
+            1,
+            "Improvement rows: difference of means, positive = the first-named variant is better "
+            "(sign flipped for BPC), as in the paper's Table 2.",
+        )
     return t
 
 
@@ -99,8 +123,11 @@ def _improvement_row(grid: Grid, columns: list[str], better: str, worse: str) ->
 def paper_tables(grid: Grid) -> list[Table]:
     """The tables with runs of at least two of their norms in ``grid`` (one row is no comparison)."""
     present = {n for _, (n, _) in grid.cells}
-    return [norm_table(grid, key, title, norms) for key, (title, norms) in TABLES.items()
-            if len(present & set(norms)) >= 2]
+    return [
+        norm_table(grid, key, title, norms)
+        for key, (title, norms) in TABLES.items()
+        if len(present & set(norms)) >= 2
+    ]
 
 
 def summary_table(grid: Grid) -> Table:
@@ -110,29 +137,53 @@ def summary_table(grid: Grid) -> Table:
 
 def data_table(grid: Grid) -> Table:
     """Per task: the data used (from the summaries), model size, steps and wall time."""
-    t = Table("data", "Data, model size, steps and wall time per task",
-              ["task", "data", "runs", "params", "steps (mean)", "wall time per run (mean)", "wall time (total)",
-               "throughput (mean)"])
+    t = Table(
+        "data",
+        "Data, model size, steps and wall time per task",
+        [
+            "task",
+            "data",
+            "runs",
+            "params",
+            "steps (mean)",
+            "wall time per run (mean)",
+            "wall time (total)",
+            "throughput (mean)",
+        ],
+    )
     for c in grid.columns:
         runs = [r for r in grid.column_runs(c) if r.summary]
         params = sorted({r.summary["params"] for r in runs if "params" in r.summary})
         steps = [r.summary["steps"] for r in runs if "steps" in r.summary]
         walls = [r.summary["wall_time_s"] for r in runs if "wall_time_s" in r.summary]
         tput = [(k, v) for r in runs for k, v in (r.summary.get("throughput") or {}).items()]
-        counts = {s: sum(r.status == s for r in grid.column_runs(c))
-                  for s in ("completed", "diverged", "failed", "incomplete")}
-        t.rows.append([
-            c, data_note(grid.column_runs(c)),
-            ", ".join(f"{v} {k}" for k, v in counts.items() if v),
-            (f"{params[0]:,}" if len(params) == 1 else f"{params[0]:,}–{params[-1]:,}") if params else "–",
-            f"{statistics.fmean(steps):,.0f}" if steps else "–",
-            f"{statistics.fmean(walls):,.1f} s" if walls else "–",
-            f"{sum(walls) / 3600:,.2f} h" if walls else "–",
-            (f"{statistics.fmean(v for _, v in tput):,.0f} {tput[0][0].replace('_per_s', '')}/s" if tput else "–"),
-        ])
-    t.caption = ("params: parameter count (min–max over norm variants: gains and biases differ); wall time "
-                 "includes data loading and evaluation; throughput counts training units per second of "
-                 "training step time. Scale: " + ", ".join(sorted({r.scale for r in grid.runs})) + ".")
+        counts = {
+            s: sum(r.status == s for r in grid.column_runs(c))
+            for s in ("completed", "diverged", "failed", "incomplete")
+        }
+        t.rows.append(
+            [
+                c,
+                data_note(grid.column_runs(c)),
+                ", ".join(f"{v} {k}" for k, v in counts.items() if v),
+                (f"{params[0]:,}" if len(params) == 1 else f"{params[0]:,}–{params[-1]:,}")
+                if params
+                else "–",
+                f"{statistics.fmean(steps):,.0f}" if steps else "–",
+                f"{statistics.fmean(walls):,.1f} s" if walls else "–",
+                f"{sum(walls) / 3600:,.2f} h" if walls else "–",
+                (
+                    f"{statistics.fmean(v for _, v in tput):,.0f} {tput[0][0].replace('_per_s', '')}/s"
+                    if tput
+                    else "–"
+                ),
+            ]
+        )
+    t.caption = (
+        "params: parameter count (min–max over norm variants: gains and biases differ); wall time "
+        "includes data loading and evaluation; throughput counts training units per second of "
+        "training step time. Scale: " + ", ".join(sorted({r.scale for r in grid.runs})) + "."
+    )
     precisions = sorted({r.summary.get("precision", "fp32") for r in grid.runs if r.summary})
     if precisions != ["fp32"] and precisions:  # fp32 is the default; say so only when it is not all
         t.caption += " Precision: " + ", ".join(precisions) + "."
@@ -141,18 +192,51 @@ def data_table(grid: Grid) -> Table:
 
 def runs_table(grid: Grid) -> Table:
     """One row per run (long format, machine-readable keys): what every other table is made of."""
-    t = Table("runs", "Every run", ["task", "norm", "norm_options", "seed", "scale", "status", "metric", "test",
-                                    "valid", "steps", "wall_time_s", "params", "path"], long=True)
+    t = Table(
+        "runs",
+        "Every run",
+        [
+            "task",
+            "norm",
+            "norm_options",
+            "seed",
+            "scale",
+            "status",
+            "metric",
+            "test",
+            "valid",
+            "steps",
+            "wall_time_s",
+            "params",
+            "path",
+        ],
+        long=True,
+    )
     paths = [str(r.path.resolve()) for r in grid.runs]
-    root = os.path.commonpath(paths) if len(paths) > 1 else (str(grid.runs[0].path.resolve().parent)
-                                                               if paths else "")
+    root = (
+        os.path.commonpath(paths)
+        if len(paths) > 1
+        else (str(grid.runs[0].path.resolve().parent) if paths else "")
+    )
     for r in grid.runs:
         s = r.summary
         valid = (s.get("valid") or {}).get(r.metric) if r.metric else None
-        t.rows.append([r.task, r.norm, json.dumps(r.norm_options, sort_keys=True), str(r.seed), r.scale, r.status,
-                       r.metric or "", "" if r.value is None else repr(r.value),
-                       "" if valid is None else repr(float(valid)), str(s.get("steps", "")),
-                       "" if "wall_time_s" not in s else f"{s['wall_time_s']:.1f}", str(s.get("params", "")),
-                       os.path.relpath(str(r.path.resolve()), root)])
+        t.rows.append(
+            [
+                r.task,
+                r.norm,
+                json.dumps(r.norm_options, sort_keys=True),
+                str(r.seed),
+                r.scale,
+                r.status,
+                r.metric or "",
+                "" if r.value is None else repr(r.value),
+                "" if valid is None else repr(float(valid)),
+                str(s.get("steps", "")),
+                "" if "wall_time_s" not in s else f"{s['wall_time_s']:.1f}",
+                str(s.get("params", "")),
+                os.path.relpath(str(r.path.resolve()), root),
+            ]
+        )
     t.caption = "test: the task metric of the best-valid checkpoint; paths relative to the runs' common folder."
     return t

@@ -9,12 +9,15 @@ future task config with that key shows them; they are not normlab tasks today.
 ``None`` means the paper reports "Diverge". The paper has no numbers for detach_mean/detach_var
 (its table on them was not recovered, papers.md §1.5), RMSNorm or DyT.
 """
+
 from __future__ import annotations
 
 from typing import Optional
 
-SOURCE = ("Xu et al. 2019, NeurIPS poster Tables 1-3 (papers.md §1.4): full datasets and the paper's "
-          "12-layer MT/LM, 4-layer classification, 3-layer MNIST/PTB models")
+SOURCE = (
+    "Xu et al. 2019, NeurIPS poster Tables 1-3 (papers.md §1.4): full datasets and the paper's "
+    "12-layer MT/LM, 4-layer classification, 3-layer MNIST/PTB models"
+)
 
 # task -> (metric as the paper reports it, higher is better, decimals the paper prints)
 METRICS: dict[str, tuple[str, bool, int]] = {
@@ -30,22 +33,62 @@ METRICS: dict[str, tuple[str, bool, int]] = {
 
 # task -> norm -> published test score (None = "Diverge")
 PUBLISHED: dict[str, dict[str, Optional[float]]] = {
-    "wmt14_en_de": {"none": None, "layernorm": 28.3, "layernorm_simple": 28.4, "detachnorm": None,
-                    "adanorm": 28.5},
-    "iwslt14_de_en": {"none": 34.0, "layernorm": 35.5, "layernorm_simple": 35.5, "detachnorm": 33.9,
-                      "adanorm": 35.6},
-    "iwslt15_en_vi": {"none": 28.4, "layernorm": 31.2, "layernorm_simple": 31.6, "detachnorm": 27.7,
-                      "adanorm": 31.4},
-    "enwik8": {"none": 1.04, "layernorm": 1.07, "layernorm_simple": 1.07, "detachnorm": 1.12,
-               "adanorm": 1.07},
-    "rt": {"none": 76.85, "layernorm": 77.21, "layernorm_simple": 76.66, "detachnorm": 76.40,
-           "adanorm": 77.50},
-    "sst5": {"none": 38.55, "layernorm": 39.23, "layernorm_simple": 40.54, "detachnorm": 40.04,
-             "adanorm": 40.54},
-    "mnist": {"none": 99.14, "layernorm": 99.13, "layernorm_simple": 99.09, "detachnorm": 99.10,
-              "adanorm": 99.35},
-    "ptb": {"none": 88.31, "layernorm": 89.12, "layernorm_simple": 89.19, "detachnorm": 89.79,
-            "adanorm": 89.23},
+    "wmt14_en_de": {
+        "none": None,
+        "layernorm": 28.3,
+        "layernorm_simple": 28.4,
+        "detachnorm": None,
+        "adanorm": 28.5,
+    },
+    "iwslt14_de_en": {
+        "none": 34.0,
+        "layernorm": 35.5,
+        "layernorm_simple": 35.5,
+        "detachnorm": 33.9,
+        "adanorm": 35.6,
+    },
+    "iwslt15_en_vi": {
+        "none": 28.4,
+        "layernorm": 31.2,
+        "layernorm_simple": 31.6,
+        "detachnorm": 27.7,
+        "adanorm": 31.4,
+    },
+    "enwik8": {
+        "none": 1.04,
+        "layernorm": 1.07,
+        "layernorm_simple": 1.07,
+        "detachnorm": 1.12,
+        "adanorm": 1.07,
+    },
+    "rt": {
+        "none": 76.85,
+        "layernorm": 77.21,
+        "layernorm_simple": 76.66,
+        "detachnorm": 76.40,
+        "adanorm": 77.50,
+    },
+    "sst5": {
+        "none": 38.55,
+        "layernorm": 39.23,
+        "layernorm_simple": 40.54,
+        "detachnorm": 40.04,
+        "adanorm": 40.54,
+    },
+    "mnist": {
+        "none": 99.14,
+        "layernorm": 99.13,
+        "layernorm_simple": 99.09,
+        "detachnorm": 99.10,
+        "adanorm": 99.35,
+    },
+    "ptb": {
+        "none": 88.31,
+        "layernorm": 89.12,
+        "layernorm_simple": 89.19,
+        "detachnorm": 89.79,
+        "adanorm": 89.23,
+    },
 }
 
 DIVERGED = object()  # returned by published() for a "Diverge" cell, distinct from "not published"
@@ -83,7 +126,7 @@ def published_text(task: str, norm: str) -> str:
 
 
 def signed_text(d: float, decimals: int) -> str:
-    """"+0.40", "-0.60"; a difference that prints as zero is "0.00", never "-0.00" (a tie in the
+    """ "+0.40", "-0.60"; a difference that prints as zero is "0.00", never "-0.00" (a tie in the
     paper, e.g. Enwiki8 1.07 vs 1.07, sign-flipped for BPC, is -0.0 in floating point)."""
     text = f"{d:+.{decimals}f}"
     return text[1:] if float(text) == 0 else text

@@ -6,6 +6,7 @@ clean), the commit the tables were written at, the runs by status and by commit,
 driver session (command, machine, wall time, runs trained). Sessions of another commit's grid are
 dropped, since its runs are no longer the folder's.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -38,8 +39,10 @@ def counts(values: Iterable) -> dict:
 
 
 RECORD_OUT = "--record-out"
-RECORD_OUT_HELP = ("the results folder the report stamp names (default --out): scripts/commit_results.sh writes "
-                   "the tables in a scratch copy of that folder")
+RECORD_OUT_HELP = (
+    "the results folder the report stamp names (default --out): scripts/commit_results.sh writes "
+    "the tables in a scratch copy of that folder"
+)
 
 
 def command(script: str, argv: Optional[list]) -> str:
@@ -59,32 +62,62 @@ def _pop(args: list, flag: str) -> Optional[str]:
             del args[i]
             return args.pop(i)
         if arg.startswith(flag + "="):
-            return args.pop(i)[len(flag) + 1:]
+            return args.pop(i)[len(flag) + 1 :]
     return None
 
 
 def report_stamp(n_runs: int, **fields) -> dict:
     """Which code wrote the tables (it may be newer than the runs' commit: see report-only)."""
-    return {**fields, "git_commit": pin.head(), "git_dirty": pin.dirty(), "utc": utc_now(), "runs": n_runs}
+    return {
+        **fields,
+        "git_commit": pin.head(),
+        "git_dirty": pin.dirty(),
+        "utc": utc_now(),
+        "runs": n_runs,
+    }
 
 
 def session(script: str, argv: Optional[list], started_utc: str, start: float, **fields) -> dict:
     """This driver session: its command line, when it started, how long it took, where it ran."""
-    return {"command": command(script, argv), "started_utc": started_utc, "wall_time_s": round(time.time() - start, 1), **fields,
-            "machine": pin.machine(), "data_dir": os.environ.get("NORMLAB_DATA")}
+    return {
+        "command": command(script, argv),
+        "started_utc": started_utc,
+        "wall_time_s": round(time.time() - start, 1),
+        **fields,
+        "machine": pin.machine(),
+        "data_dir": os.environ.get("NORMLAB_DATA"),
+    }
 
 
-def record(out: Path, make: str, commit: str, dirty: bool, runs: list[Run], grid: dict,
-           this_session: Optional[dict], report_command: Optional[str] = None, **fields) -> dict:
+def record(
+    out: Path,
+    make: str,
+    commit: str,
+    dirty: bool,
+    runs: list[Run],
+    grid: dict,
+    this_session: Optional[dict],
+    report_command: Optional[str] = None,
+    **fields,
+) -> dict:
     """The folder's record; ``this_session`` None: a report-only pass, which trains nothing and is
     not a session (the report stamp says when the tables were written)."""
     old = read(out)
     kept = old.get("sessions") or [] if old.get("git_commit") == commit else []
-    kept = [s for s in kept if "--no-train" not in (s.get("command") or "")]   # older drivers logged those too
-    return {"make": make,
-            "git_commit": commit, "git_dirty": dirty,   # False: trained from a clean checkout of the commit
-            "run_git_commits": counts(r.summary.get("git_commit") for r in runs),
-            "report": report_stamp(len(runs), **({"command": report_command} if report_command else {})),
-            "runs_wall_time_s": round(sum(r.summary.get("wall_time_s", 0.0) for r in runs), 1),
-            "grid": grid, "runs": counts(r.status for r in runs), **fields,
-            "sessions": [*kept, *([this_session] if this_session else [])]}
+    kept = [
+        s for s in kept if "--no-train" not in (s.get("command") or "")
+    ]  # older drivers logged those too
+    return {
+        "make": make,
+        "git_commit": commit,
+        "git_dirty": dirty,  # False: trained from a clean checkout of the commit
+        "run_git_commits": counts(r.summary.get("git_commit") for r in runs),
+        "report": report_stamp(
+            len(runs), **({"command": report_command} if report_command else {})
+        ),
+        "runs_wall_time_s": round(sum(r.summary.get("wall_time_s", 0.0) for r in runs), 1),
+        "grid": grid,
+        "runs": counts(r.status for r in runs),
+        **fields,
+        "sessions": [*kept, *([this_session] if this_session else [])],
+    }

@@ -4,6 +4,7 @@ A run whose best-validation checkpoint is its final evaluation (summary best_ste
 still improving when it stopped: it measures how fast a norm trains early on, not how it
 generalizes once the model overfits, which is what the paper's bias-and-gain claim is about.
 """
+
 from __future__ import annotations
 
 from .aggregate import Grid
@@ -29,8 +30,13 @@ def regime_sentence(grid: Grid) -> str:
                 ln[0], ln[1] = ln[0] + f, ln[1] + 1
     if not total[1]:
         return ""
-    what = ("most runs stopped before their validation optimum, so they measure early training, not the "
-            "overfitting regime" if total[0] * 2 > total[1] else
-            "most runs passed their validation optimum before they stopped")
-    return (f"Training regime: the best-validation checkpoint is the final evaluation in {total[0]} of {total[1]} "
-            f"completed runs ({', '.join(per_task)}; LayerNorm {ln[0]}/{ln[1]}): {what}.")
+    what = (
+        "most runs stopped before their validation optimum, so they measure early training, not the "
+        "overfitting regime"
+        if total[0] * 2 > total[1]
+        else "most runs passed their validation optimum before they stopped"
+    )
+    return (
+        f"Training regime: the best-validation checkpoint is the final evaluation in {total[0]} of {total[1]} "
+        f"completed runs ({', '.join(per_task)}; LayerNorm {ln[0]}/{ln[1]}): {what}."
+    )

@@ -6,6 +6,7 @@ run) as .md/.csv/.tex; figures/<name>.png/.pdf; report.md with all tables, findi
 captions. Tables are a pure function of the run files, so re-running on the same runs (e.g. the
 committed copies under results/<scale>/runs) re-creates them byte for byte.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,8 +29,14 @@ from .settings import settings_table
 from .tuned import member_findings
 
 
-def write_report(runs: list[Run], out: Path, figures: bool = True, data_dir: Path | None = None,
-                 cache_dir: Path | None = None, member: Path | None = None) -> dict:
+def write_report(
+    runs: list[Run],
+    out: Path,
+    figures: bool = True,
+    data_dir: Path | None = None,
+    cache_dir: Path | None = None,
+    member: Path | None = None,
+) -> dict:
     """Write every output for ``runs`` into ``out``; returns {"tables": [...], "figures": [...], ...}.
     ``data_dir``/``cache_dir`` (default: baselines.default_dirs) are read only for the baselines table.
     ``member``: the results folder these runs are reported for (results/mini), which names the
@@ -47,8 +54,15 @@ def write_report(runs: list[Run], out: Path, figures: bool = True, data_dir: Pat
     fam = build(fs, member, member_findings)
     study = (locate(member) or ("this report",))[0] if member is not None else "this report"
     regime = regime_sentence(grid)
-    extra = [findings_table(grid, fs, fam, study), family_table(fam, data_sentence(grid)),
-             sign_table(fam, data_sentence(grid))] if fs else []
+    extra = (
+        [
+            findings_table(grid, fs, fam, study),
+            family_table(fam, data_sentence(grid)),
+            sign_table(fam, data_sentence(grid)),
+        ]
+        if fs
+        else []
+    )
     if fs and regime:
         extra[0].notes.insert(0, regime)
     extra.append(overfitting_table(grid))
@@ -66,26 +80,53 @@ def write_report(runs: list[Run], out: Path, figures: bool = True, data_dir: Pat
     if figures:
         for key, (title, norms, panels, what) in FIGURES.items():
             more = figure_note(grid) if key == "overfitting" else ""
-            caption = figure(grid, key, title, norms, panels, out / "figures", f"{what} {more}".strip())
+            caption = figure(
+                grid, key, title, norms, panels, out / "figures", f"{what} {more}".strip()
+            )
             if caption:
                 written["captions"][key] = caption
-                written["figures"] += [out / "figures" / f"{key}.png", out / "figures" / f"{key}.pdf"]
+                written["figures"] += [
+                    out / "figures" / f"{key}.png",
+                    out / "figures" / f"{key}.pdf",
+                ]
         for key in PAPER_FIGURES:
             caption = paper_figure(grid, key, out / "figures")
             if caption:
                 written["captions"][key] = caption
-                written["figures"] += [out / "figures" / f"{key}.png", out / "figures" / f"{key}.pdf"]
+                written["figures"] += [
+                    out / "figures" / f"{key}.png",
+                    out / "figures" / f"{key}.pdf",
+                ]
     _remove_stale(out, written)
-    index = render_index(tables, extra, summary_lines(fs, fam, study) if fs else [], method(fam) if fs else "",
-                         written["captions"], [n for n in base.notes if not n.startswith("Scale:")], regime, held_out)
+    index = render_index(
+        tables,
+        extra,
+        summary_lines(fs, fam, study) if fs else [],
+        method(fam) if fs else "",
+        written["captions"],
+        [n for n in base.notes if not n.startswith("Scale:")],
+        regime,
+        held_out,
+    )
     atomic_write_bytes(out / "report.md", index.encode())
     written["index"] = out / "report.md"
     written["main"] = tables[1] if len(tables) > 1 else tables[0]
     return written
 
 
-OWN_TABLES = ("summary", *TABLES, "findings", "family", "sign_tests", "overfitting", "baselines", "grad_stats",
-              "settings", "data", "runs")
+OWN_TABLES = (
+    "summary",
+    *TABLES,
+    "findings",
+    "family",
+    "sign_tests",
+    "overfitting",
+    "baselines",
+    "grad_stats",
+    "settings",
+    "data",
+    "runs",
+)
 
 
 def _remove_stale(out: Path, written: dict) -> None:
@@ -93,7 +134,9 @@ def _remove_stale(out: Path, written: dict) -> None:
     did not write (e.g. a figure whose norms are gone), so no output describes other runs."""
     keep = {Path(p).resolve() for p in written["tables"] + written["figures"]}
     own = [out / f"{k}.{e}" for k in OWN_TABLES for e in ("md", "csv", "tex")]
-    own += [out / "figures" / f"{k}.{e}" for k in (*FIGURES, *PAPER_FIGURES) for e in ("png", "pdf")]
+    own += [
+        out / "figures" / f"{k}.{e}" for k in (*FIGURES, *PAPER_FIGURES) for e in ("png", "pdf")
+    ]
     for p in own:
         if p.exists() and p.resolve() not in keep:
             p.unlink()
@@ -106,23 +149,41 @@ def selection_note(runs: list[Run]) -> str:
         return ""
     seeds = sorted({r.seed for r in sel})
     kept = sorted({r.seed for r in reported(runs)})
-    return (f"Left out: {len(sel)} selection run(s) (seed {', '.join(map(str, seeds))}: they chose the presets or "
-            f"the lrs, normlab/configs/study/seeds.yaml); every mean, test and figure uses the evaluation seeds "
-            f"{', '.join(map(str, kept)) or 'none'} only.")
+    return (
+        f"Left out: {len(sel)} selection run(s) (seed {', '.join(map(str, seeds))}: they chose the presets or "
+        f"the lrs, normlab/configs/study/seeds.yaml); every mean, test and figure uses the evaluation seeds "
+        f"{', '.join(map(str, kept)) or 'none'} only."
+    )
 
 
-def render_index(tables, extra, lines: list[str], how: str, captions: dict, levels: list[str] = (),
-                 regime: str = "", held_out: str = "") -> str:
-    parts = ["# normlab report", "",
-             "Generated by `normlab-report` from run directories only (config.yaml, summary.json, curves.jsonl). "
-             "Each table is also written as .csv and .tex beside this file.", ""]
+def render_index(
+    tables,
+    extra,
+    lines: list[str],
+    how: str,
+    captions: dict,
+    levels: list[str] = (),
+    regime: str = "",
+    held_out: str = "",
+) -> str:
+    parts = [
+        "# normlab report",
+        "",
+        "Generated by `normlab-report` from run directories only (config.yaml, summary.json, curves.jsonl). "
+        "Each table is also written as .csv and .tex beside this file.",
+        "",
+    ]
     if held_out:
         parts += [held_out, ""]
     if lines:
         parts += ["## Findings", "", *lines, "", how, ""] + ([regime, ""] if regime else [])
     if levels:
-        parts += ["Where the mean test scores sit among the trivial baselines (baselines table):", "",
-                  *(f"- {x}" for x in levels), ""]
+        parts += [
+            "Where the mean test scores sit among the trivial baselines (baselines table):",
+            "",
+            *(f"- {x}" for x in levels),
+            "",
+        ]
     parts += ["## Tables", ""]
     for t in tables + [t for t in extra if t.key not in ("runs",)]:
         parts += [t.markdown(), ""]

@@ -3,6 +3,7 @@
 The report never touches live objects or checkpoints, so it works the same on a laptop copy of a
 cluster's runs and on the small committed copies under results/<scale>/runs/ (see ``export``).
 """
+
 from __future__ import annotations
 
 import json
@@ -112,8 +113,14 @@ class Run:
 
 def load_run(path: Path) -> Run:
     path = Path(path)
-    config = yaml.safe_load((path / "config.yaml").read_text()) if (path / "config.yaml").exists() else {}
-    summary = json.loads((path / "summary.json").read_text()) if (path / "summary.json").exists() else {}
+    config = (
+        yaml.safe_load((path / "config.yaml").read_text())
+        if (path / "config.yaml").exists()
+        else {}
+    )
+    summary = (
+        json.loads((path / "summary.json").read_text()) if (path / "summary.json").exists() else {}
+    )
     return Run(path, config or {}, summary or {})
 
 
@@ -135,8 +142,16 @@ def find_runs(paths: Iterable[Path]) -> list[Run]:
         else:
             # hidden folders (.submitit/, .hydra/), checkpoints/ and wandb/ (whose offline runs hold
             # a config.yaml of wandb's own) never hold runs
-            dirs = sorted({f.parent for pat in ("summary.json", "config.yaml") for f in p.rglob(pat)
-                           if not any(s.startswith(".") or s in SKIP_DIRS for s in f.relative_to(p).parts[:-1])})
+            dirs = sorted(
+                {
+                    f.parent
+                    for pat in ("summary.json", "config.yaml")
+                    for f in p.rglob(pat)
+                    if not any(
+                        s.startswith(".") or s in SKIP_DIRS for s in f.relative_to(p).parts[:-1]
+                    )
+                }
+            )
         for d in dirs:
             if d.resolve() not in found:
                 found[d.resolve()] = load_run(d)
@@ -150,8 +165,11 @@ def _warn_duplicates(runs: list[Run]) -> None:
     for r in runs:
         key = (r.scale, r.task, r.norm, json.dumps(r.setting, sort_keys=True), r.seed)
         if key in seen:
-            print(f"[normlab-report] warning: {r.path} and {seen[key]} are the same (scale, task, norm, "
-                  "seed); both are counted", file=sys.stderr)
+            print(
+                f"[normlab-report] warning: {r.path} and {seen[key]} are the same (scale, task, norm, "
+                "seed); both are counted",
+                file=sys.stderr,
+            )
         seen[key] = r.path
 
 
@@ -182,7 +200,9 @@ def export_if_changed(src: Path, dest: Path) -> bool:
             return False
     except (OSError, ValueError):
         return False
-    if (dest / "summary.json").exists() and (dest / "summary.json").read_bytes() == (src / "summary.json").read_bytes():
+    if (dest / "summary.json").exists() and (dest / "summary.json").read_bytes() == (
+        src / "summary.json"
+    ).read_bytes():
         return False
     export(load_run(src), dest)
     return True

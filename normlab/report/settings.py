@@ -4,6 +4,7 @@ A sweep over any key (``norm.options.C=1,2``, ``task.train.lr=...``, an Optuna s
 that differ in more than the norm; this table lays them side by side with their validation
 (selected checkpoint) and test results, so the effect of each key can be read along a column.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -34,19 +35,35 @@ def settings_table(grid: Grid) -> Optional[Table]:
         return None
     groups: dict[tuple, list] = {}
     for r in runs:
-        groups.setdefault((grid.column(r), r.norm, tuple(str(r.setting.get(k, "")) for k in keys)), []).append(r)
+        groups.setdefault(
+            (grid.column(r), r.norm, tuple(str(r.setting.get(k, "")) for k in keys)), []
+        ).append(r)
     rows = []
     for (column, norm, values), rs in sorted(groups.items()):
         metric = rs[0].metric
         arrow = "↑" if rs[0].higher_is_better else "↓"
-        status = {s: sum(1 for r in rs if r.status == s) for s in ("completed", "diverged", "failed", "incomplete")}
-        rows.append([column, NORM_LABELS.get(norm, norm), *[v or "(default)" for v in values],
-                     f"{metric} {arrow}" if metric else "", str(status["completed"]),
-                     ", ".join(f"{n} {s}" for s, n in status.items() if n and s != "completed") or "–",
-                     _mean_std([v for r in rs if (v := _valid(r)) is not None], metric),
-                     _mean_std([r.value for r in rs if r.value is not None], metric)])
-    return Table("settings", "Runs by varied hyperparameters",
-                 ["task", "norm", *keys, "metric", "completed", "other", "valid (selected)", "test"], rows,
-                 caption="One row per task, norm and setting (the hyperparameters that differ from the task/norm/"
-                         "scale defaults; '(default)' = not varied); mean ± std over seeds of completed runs, with "
-                         "the validation score of each run's selected checkpoint and its test score.")
+        status = {
+            s: sum(1 for r in rs if r.status == s)
+            for s in ("completed", "diverged", "failed", "incomplete")
+        }
+        rows.append(
+            [
+                column,
+                NORM_LABELS.get(norm, norm),
+                *[v or "(default)" for v in values],
+                f"{metric} {arrow}" if metric else "",
+                str(status["completed"]),
+                ", ".join(f"{n} {s}" for s, n in status.items() if n and s != "completed") or "–",
+                _mean_std([v for r in rs if (v := _valid(r)) is not None], metric),
+                _mean_std([r.value for r in rs if r.value is not None], metric),
+            ]
+        )
+    return Table(
+        "settings",
+        "Runs by varied hyperparameters",
+        ["task", "norm", *keys, "metric", "completed", "other", "valid (selected)", "test"],
+        rows,
+        caption="One row per task, norm and setting (the hyperparameters that differ from the task/norm/"
+        "scale defaults; '(default)' = not varied); mean ± std over seeds of completed runs, with "
+        "the validation score of each run's selected checkpoint and its test score.",
+    )

@@ -11,6 +11,7 @@ against a textbook value).
 - ``sign_test``: across tasks, is A better on more tasks than a coin would be? Only the sign of each
   task's mean difference counts, so one task with a huge effect cannot carry it; two-sided.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,13 +27,13 @@ from statsmodels.stats.weightstats import ttost_paired
 
 @dataclass
 class Paired:
-    n: int                  # seeds both norms completed
-    diff: float             # mean of a - b
-    sd: float               # sample std of the per-seed differences
+    n: int  # seeds both norms completed
+    diff: float  # mean of a - b
+    sd: float  # sample std of the per-seed differences
     t: Optional[float] = None
-    p: Optional[float] = None          # two-sided paired t-test
+    p: Optional[float] = None  # two-sided paired t-test
     ci90: Optional[tuple[float, float]] = None
-    p_tost: Optional[float] = None     # equivalence within ±margin
+    p_tost: Optional[float] = None  # equivalence within ±margin
     margin: Optional[float] = None
 
 
@@ -41,8 +42,12 @@ def paired(a: Sequence[float], b: Sequence[float], margin: Optional[float] = Non
     differences the tests are undefined and left None."""
     d = [x - y for x, y in zip(a, b)]
     n = len(d)
-    out = Paired(n, statistics.fmean(d) if d else math.nan, statistics.stdev(d) if n >= 2 else math.nan,
-                 margin=margin)
+    out = Paired(
+        n,
+        statistics.fmean(d) if d else math.nan,
+        statistics.stdev(d) if n >= 2 else math.nan,
+        margin=margin,
+    )
     if n < 2 or out.sd == 0:
         return out
     res = stats.ttest_rel(a, b)
@@ -50,7 +55,9 @@ def paired(a: Sequence[float], b: Sequence[float], margin: Optional[float] = Non
     half = stats.t.ppf(0.95, n - 1) * out.sd / math.sqrt(n)
     out.ci90 = (float(out.diff - half), float(out.diff + half))
     if margin is not None:
-        out.p_tost = float(ttost_paired(np.asarray(a, float), np.asarray(b, float), -margin, margin)[0])
+        out.p_tost = float(
+            ttost_paired(np.asarray(a, float), np.asarray(b, float), -margin, margin)[0]
+        )
     return out
 
 
@@ -67,7 +74,12 @@ def mde(n: int, sd: float, alpha: float, power: float = 0.8) -> Optional[float]:
     def short(d):
         nc = d * math.sqrt(n)
         upper, lower = float(stats.nct.sf(crit, df, nc)), float(stats.nct.cdf(-crit, df, nc))
-        return (upper if math.isfinite(upper) else 1.0) + (lower if math.isfinite(lower) else 0.0) - power
+        return (
+            (upper if math.isfinite(upper) else 1.0)
+            + (lower if math.isfinite(lower) else 0.0)
+            - power
+        )
+
     hi = 1.0
     while short(hi) < 0:
         hi *= 2
@@ -76,7 +88,9 @@ def mde(n: int, sd: float, alpha: float, power: float = 0.8) -> Optional[float]:
     return float(optimize.brentq(short, 0.0, hi, xtol=1e-12)) * sd
 
 
-def adjust(pvalues: Sequence[Optional[float]]) -> tuple[list[Optional[float]], list[Optional[float]]]:
+def adjust(
+    pvalues: Sequence[Optional[float]],
+) -> tuple[list[Optional[float]], list[Optional[float]]]:
     """(Holm, BH) adjusted p-values over the entries that have a p, in the input order; None (no
     test) stays None and does not count in the family's size."""
     idx = [i for i, p in enumerate(pvalues) if p is not None and not math.isnan(p)]
@@ -108,4 +122,9 @@ def sign_test(diffs: Sequence[float]) -> dict:
     n = wins + losses
     if n == 0:
         return {"wins": 0, "losses": 0, "n": 0, "p": None}
-    return {"wins": wins, "losses": losses, "n": n, "p": float(stats.binomtest(wins, n, 0.5).pvalue)}
+    return {
+        "wins": wins,
+        "losses": losses,
+        "n": n,
+        "p": float(stats.binomtest(wins, n, 0.5).pvalue),
+    }

@@ -1,11 +1,12 @@
 """One colour and line style per norm, the same in every figure (a norm never changes colour
 between the overfitting, DetachNorm, AdaNorm and gradient figures), chosen so that the variants a
 figure compares differ in both colour and dash pattern and stay apart in greyscale print."""
+
 from __future__ import annotations
 
 # norm -> (matplotlib colour, line style)
 NORM_STYLES: dict[str, tuple[str, object]] = {
-    "none": ("black", ":"),                         # the baseline: plain dotted black
+    "none": ("black", ":"),  # the baseline: plain dotted black
     "layernorm": ("tab:blue", "-"),
     "layernorm_simple": ("tab:orange", "--"),
     "detachnorm": ("tab:red", "-."),
@@ -49,5 +50,10 @@ def variant_style(norm: str, rank: int) -> dict:
     if rank == 0:
         return style
     i = rank % len(SETTING_MARKERS) or 1
-    return {**style, "color": shade(style["color"], SETTING_SHADES[i]), "marker": SETTING_MARKERS[i],
-            "markevery": 0.12, "markersize": 4}
+    return {
+        **style,
+        "color": shade(style["color"], SETTING_SHADES[i]),
+        "marker": SETTING_MARKERS[i],
+        "markevery": 0.12,
+        "markersize": 4,
+    }

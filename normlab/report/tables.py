@@ -4,6 +4,7 @@ Every table carries a caption (what the numbers are, the scale, and the data eac
 Markdown and LaTeX print it under the table, CSV gets it as a final ``caption`` row so that a
 spreadsheet copy never loses what the numbers mean.
 """
+
 from __future__ import annotations
 
 import csv
@@ -17,17 +18,19 @@ from ..rundir import atomic_write_bytes
 
 @dataclass
 class Table:
-    key: str                      # file stem: table1, summary, data, ...
+    key: str  # file stem: table1, summary, data, ...
     title: str
     header: list[str]
     rows: list[list[str]] = field(default_factory=list)
     caption: str = ""
-    notes: list[str] = field(default_factory=list)   # extra caption sentences (data, footnotes)
+    notes: list[str] = field(default_factory=list)  # extra caption sentences (data, footnotes)
     # LaTeX only: column index -> True when higher is better; the best mean of each such column is
     # set in bold, over every row but those in ``unranked`` (e.g. Improvement rows, which are differences)
     best: dict = field(default_factory=dict)
     unranked: set = field(default_factory=set)
-    long: bool = False   # LaTeX longtable: one row per run does not fit a page, it must break across pages
+    long: bool = (
+        False  # LaTeX longtable: one row per run does not fit a page, it must break across pages
+    )
 
     @property
     def full_caption(self) -> str:
@@ -36,7 +39,13 @@ class Table:
     def markdown(self) -> str:
         def line(cells):
             return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
-        out = [f"### {self.title}", "", line(self.header), "|" + "|".join(["---"] * len(self.header)) + "|"]
+
+        out = [
+            f"### {self.title}",
+            "",
+            line(self.header),
+            "|" + "|".join(["---"] * len(self.header)) + "|",
+        ]
         out += [line(r) for r in self.rows]
         if self.full_caption:
             out += ["", self.full_caption]
@@ -58,24 +67,60 @@ class Table:
         for j, i in self._best_cells():
             cells[i][j] = rf"\textbf{{{cells[i][j]}}}"
         body = [" & ".join(r) + r" \\" for r in cells]
-        caption = f"{self.title}. {self.full_caption}" + (" Bold: the best mean of each column." if self.best else "")
+        caption = f"{self.title}. {self.full_caption}" + (
+            " Bold: the best mean of each column." if self.best else ""
+        )
         caption = rf"\caption{{{latex_escape(caption)}}}"
         if self.long:
-            return "\n".join([
-                r"% needs \usepackage{booktabs,longtable}", r"{\small", rf"\begin{{longtable}}{{{cols}}}",
-                caption + rf"\label{{tab:{self.key}}} \\", r"\toprule", header, r"\midrule", r"\endfirsthead",
-                r"\toprule", header, r"\midrule", r"\endhead", r"\bottomrule", r"\endfoot", *body,
-                r"\end{longtable}}", ""])
-        return "\n".join([
-            r"% needs \usepackage{booktabs,graphicx}", r"\begin{table}[t]", r"\centering", r"\small", r"\resizebox{\linewidth}{!}{%",
-            rf"\begin{{tabular}}{{{cols}}}", r"\toprule", header, r"\midrule", *body, r"\bottomrule", r"\end{tabular}}",
-            caption, rf"\label{{tab:{self.key}}}", r"\end{table}", ""])
+            return "\n".join(
+                [
+                    r"% needs \usepackage{booktabs,longtable}",
+                    r"{\small",
+                    rf"\begin{{longtable}}{{{cols}}}",
+                    caption + rf"\label{{tab:{self.key}}} \\",
+                    r"\toprule",
+                    header,
+                    r"\midrule",
+                    r"\endfirsthead",
+                    r"\toprule",
+                    header,
+                    r"\midrule",
+                    r"\endhead",
+                    r"\bottomrule",
+                    r"\endfoot",
+                    *body,
+                    r"\end{longtable}}",
+                    "",
+                ]
+            )
+        return "\n".join(
+            [
+                r"% needs \usepackage{booktabs,graphicx}",
+                r"\begin{table}[t]",
+                r"\centering",
+                r"\small",
+                r"\resizebox{\linewidth}{!}{%",
+                rf"\begin{{tabular}}{{{cols}}}",
+                r"\toprule",
+                header,
+                r"\midrule",
+                *body,
+                r"\bottomrule",
+                r"\end{tabular}}",
+                caption,
+                rf"\label{{tab:{self.key}}}",
+                r"\end{table}",
+                "",
+            ]
+        )
 
     def _best_cells(self) -> list[tuple[int, int]]:
         """(column, row) of each ranked column's best mean; ties at the printed precision all count."""
         out = []
         for j, higher in self.best.items():
-            vals = [(i, _lead_number(r[j])) for i, r in enumerate(self.rows) if i not in self.unranked]
+            vals = [
+                (i, _lead_number(r[j])) for i, r in enumerate(self.rows) if i not in self.unranked
+            ]
             vals = [(i, v) for i, v in vals if v is not None]
             if len(vals) < 2:
                 continue  # one number is no comparison
@@ -98,11 +143,33 @@ def _lead_number(cell: str):
     return float(m.group(1)) if m else None
 
 
-_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
-_LATEX_UNICODE = {"±": r"$\pm$", "↑": r"$\uparrow$", "↓": r"$\downarrow$", "−": r"$-$", "–": "--",
-                  "†": r"$^\dagger$", "×": r"$\times$", "≥": r"$\geq$", "≤": r"$\leq$", "σ": r"$\sigma$",
-                  "ℓ": r"$\ell$", "∂": r"$\partial$", "·": r"$\cdot$"}
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
+_LATEX_UNICODE = {
+    "±": r"$\pm$",
+    "↑": r"$\uparrow$",
+    "↓": r"$\downarrow$",
+    "−": r"$-$",
+    "–": "--",
+    "†": r"$^\dagger$",
+    "×": r"$\times$",
+    "≥": r"$\geq$",
+    "≤": r"$\leq$",
+    "σ": r"$\sigma$",
+    "ℓ": r"$\ell$",
+    "∂": r"$\partial$",
+    "·": r"$\cdot$",
+}
 
 
 def latex_escape(s: str) -> str:

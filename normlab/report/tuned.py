@@ -12,6 +12,7 @@ Written: lr_grid (seed 1's validation score at each lr, the choice), tuned (test
 the fixed and at the chosen lr), tuned_findings (the paper's claims re-tested at the chosen lrs),
 survives (each claim's Holm verdict at fixed vs tuned lr), figures/lr_sensitivity.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,7 +31,7 @@ from .record import read as read_record
 from .runs import Run, find_runs
 from .tables import Table
 
-EXTEND = 2   # at most this many 2x steps beyond each edge of the planned grid
+EXTEND = 2  # at most this many 2x steps beyond each edge of the planned grid
 FINISHED = ("completed", "diverged")
 TUNED_NORMS = ["none", "layernorm", "layernorm_simple", "detachnorm", "adanorm", "rmsnorm", "dyt"]
 
@@ -66,8 +67,12 @@ def select(points: dict[float, Run], preset: float) -> Optional[float]:
     return None if best[0] == -math.inf else best[2]
 
 
-def grid_lrs(preset: float, factors: list[float], finished: Callable[[float], Optional[Run]],
-             extend: int = EXTEND) -> list[float]:
+def grid_lrs(
+    preset: float,
+    factors: list[float],
+    finished: Callable[[float], Optional[Run]],
+    extend: int = EXTEND,
+) -> list[float]:
     """The seed-1 lrs of one task and norm: the planned grid, widened by one 2x step at a time on
     the side where the best finished point sits at the edge (an edge choice says the optimum may lie
     outside), at most ``extend`` steps per side. ``finished(lr)`` is the finished seed-1 run at
@@ -106,13 +111,18 @@ class Sweep:
 
     def lrs(self, key) -> list[float]:
         base = self.preset.get(key)
-        return [] if base is None else grid_lrs(base, self.factors, self.seed1(key).get, self.extend)
+        return (
+            [] if base is None else grid_lrs(base, self.factors, self.seed1(key).get, self.extend)
+        )
 
     def factor(self, key, lr: float) -> float:
         """The grid factor ``lr`` stands for (lrs are rounded to 3 digits, so lr / preset is not exact)."""
         lo, hi = self.factors[0], self.factors[-1]
-        nominal = [*self.factors, *(hi * 2 ** k for k in range(1, self.extend + 1)),
-                   *(lo / 2 ** k for k in range(1, self.extend + 1))]
+        nominal = [
+            *self.factors,
+            *(hi * 2**k for k in range(1, self.extend + 1)),
+            *(lo / 2**k for k in range(1, self.extend + 1)),
+        ]
         return min(nominal, key=lambda f: abs(math.log(lr / self.preset[key] / f)))
 
     def seed1(self, key) -> dict[float, Run]:
@@ -124,7 +134,9 @@ class Sweep:
         """The chosen lr, once seed 1 has finished at every planned lr."""
         points = self.seed1(key)
         planned = self.lrs(key)
-        if not planned or any(lr not in points or points[lr].status not in FINISHED for lr in planned):
+        if not planned or any(
+            lr not in points or points[lr].status not in FINISHED for lr in planned
+        ):
             return None
         return select({lr: points[lr] for lr in planned}, self.preset[key])
 
@@ -134,12 +146,19 @@ class Sweep:
             edge = " at the grid's edge" if lr in (min(planned), max(planned)) else ""
             return f"{lr:g} ({self.factor(key, lr):.2f}×{edge})"
         done = sum(1 for x in planned if x in points and points[x].status in FINISHED)
-        return "all diverged" if planned and done == len(planned) else f"pending ({done}/{len(planned) or '?'} lrs)"
+        return (
+            "all diverged"
+            if planned and done == len(planned)
+            else f"pending ({done}/{len(planned) or '?'} lrs)"
+        )
 
     def keys(self) -> list[tuple[str, str]]:
         order = {n: i for i, n in enumerate(TUNED_NORMS)}
         cols = self.grid.columns
-        return sorted(self.by, key=lambda k: (cols.index(k[0]) if k[0] in cols else 99, order.get(k[1], 99), k[1]))
+        return sorted(
+            self.by,
+            key=lambda k: (cols.index(k[0]) if k[0] in cols else 99, order.get(k[1], 99), k[1]),
+        )
 
     def runs_at(self, key, lr: Optional[float]) -> list[Run]:
         """The reported runs at ``lr``: never the selection seed's, which chose it."""
@@ -153,9 +172,14 @@ def _as_default(runs: list[Run]) -> list[Run]:
 
 def lr_grid_table(sw: Sweep) -> Table:
     grids = {key: sw.lrs(key) for key in sw.keys()}
-    names = [f"{f:.2f}×" for f in sorted({sw.factor(k, lr) for k, lrs in grids.items() for lr in lrs})]
-    t = Table("lr_grid", "Learning-rate grid: seed 1's validation score at each lr",
-              ["task", "norm", "preset lr", *names, "chosen lr"])
+    names = [
+        f"{f:.2f}×" for f in sorted({sw.factor(k, lr) for k, lrs in grids.items() for lr in lrs})
+    ]
+    t = Table(
+        "lr_grid",
+        "Learning-rate grid: seed 1's validation score at each lr",
+        ["task", "norm", "preset lr", *names, "chosen lr"],
+    )
     for key, lrs in grids.items():
         points, cells = sw.seed1(key), dict.fromkeys(names, "")
         for lr in lrs:
@@ -166,14 +190,25 @@ def lr_grid_table(sw: Sweep) -> Table:
                 cells[name] = "Diverge"
             else:
                 crit, v, _ = criterion(r)
-                cells[name] = "–" if v is None else fmt(v, crit) + ("" if crit == r.metric else f" {crit}")
-        t.rows.append([key[0], NORM_LABELS.get(key[1], key[1]), f"{sw.preset.get(key, float('nan')):g}",
-                       *cells.values(), sw.choice(key)])
-    t.caption = ("Validation score (what selected each run's checkpoint: the task's metric, ↑/↓ as in the other "
-                 "tables, or the validation loss, marked 'loss', for the tasks that select on it) of seed 1 at the preset lr times each factor; the chosen lr is the best of them (ties: "
-                 "the one nearest the preset). Where the best sat at the planned grid's edge, the grid was widened by "
-                 f"2× steps on that side (at most {sw.extend}); a blank cell = not part of that norm's grid. "
-                 "Test scores take no part in the choice.")
+                cells[name] = (
+                    "–" if v is None else fmt(v, crit) + ("" if crit == r.metric else f" {crit}")
+                )
+        t.rows.append(
+            [
+                key[0],
+                NORM_LABELS.get(key[1], key[1]),
+                f"{sw.preset.get(key, float('nan')):g}",
+                *cells.values(),
+                sw.choice(key),
+            ]
+        )
+    t.caption = (
+        "Validation score (what selected each run's checkpoint: the task's metric, ↑/↓ as in the other "
+        "tables, or the validation loss, marked 'loss', for the tasks that select on it) of seed 1 at the preset lr times each factor; the chosen lr is the best of them (ties: "
+        "the one nearest the preset). Where the best sat at the planned grid's edge, the grid was widened by "
+        f"2× steps on that side (at most {sw.extend}); a blank cell = not part of that norm's grid. "
+        "Test scores take no part in the choice."
+    )
     t.notes = [data_sentence(sw.grid)]
     return t
 
@@ -187,20 +222,40 @@ def signed_diff(own: Cell, fixed: Cell) -> str:
 
 
 def tuned_table(sw: Sweep) -> Table:
-    t = Table("tuned", "Fixed lr (tuned on LayerNorm) vs each norm's own lr: test score",
-              ["task", "norm", "chosen lr", "fixed lr: mean ± std (n)", "own lr: mean ± std (n)", "own − fixed"])
+    t = Table(
+        "tuned",
+        "Fixed lr (tuned on LayerNorm) vs each norm's own lr: test score",
+        [
+            "task",
+            "norm",
+            "chosen lr",
+            "fixed lr: mean ± std (n)",
+            "own lr: mean ± std (n)",
+            "own − fixed",
+        ],
+    )
     for key in sw.keys():
         lr, base = sw.chosen(key), sw.preset.get(key)
         fixed, own = Cell(sw.runs_at(key, base)), Cell(sw.runs_at(key, lr))
-        t.rows.append([key[0], NORM_LABELS.get(key[1], key[1]), sw.choice(key), fixed.text(),
-                       own.text() if lr else "–", signed_diff(own, fixed)])
-    t.caption = ("Test metric of the selected checkpoint, mean ± std over seeds (n = completed runs; diverged runs "
-                 "counted apart). 'own − fixed' is signed so that positive = the norm's own lr is better. The fixed "
-                 "lr is the preset's, tuned once on LayerNorm; the own lr was chosen on seed 1's validation score "
-                 "(lr_grid table). Seed 1, the selection seed, is in no mean here: it chose the presets and the lrs, "
-                 "so it would favour them (the best of several noisy points); the means are over the evaluation "
-                 "seeds only (normlab/configs/study/seeds.yaml). A choice at the grid's edge means the best lr may "
-                 "lie outside the grid.")
+        t.rows.append(
+            [
+                key[0],
+                NORM_LABELS.get(key[1], key[1]),
+                sw.choice(key),
+                fixed.text(),
+                own.text() if lr else "–",
+                signed_diff(own, fixed),
+            ]
+        )
+    t.caption = (
+        "Test metric of the selected checkpoint, mean ± std over seeds (n = completed runs; diverged runs "
+        "counted apart). 'own − fixed' is signed so that positive = the norm's own lr is better. The fixed "
+        "lr is the preset's, tuned once on LayerNorm; the own lr was chosen on seed 1's validation score "
+        "(lr_grid table). Seed 1, the selection seed, is in no mean here: it chose the presets and the lrs, "
+        "so it would favour them (the best of several noisy points); the means are over the evaluation "
+        "seeds only (normlab/configs/study/seeds.yaml). A choice at the grid's edge means the best lr may "
+        "lie outside the grid."
+    )
     t.notes = [data_sentence(sw.grid)]
     return t
 
@@ -212,27 +267,48 @@ def tuned_runs(sw: Sweep) -> list[Run]:
 def fixed_runs(sw: Sweep) -> list[Run]:
     """The preset-lr runs of the (task, norm) pairs whose own lr is chosen: the two comparisons
     cover the same pairs while the grid is incomplete."""
-    return _as_default([r for key in sw.keys() if sw.chosen(key) is not None
-                        for r in sw.runs_at(key, sw.preset.get(key))])
+    return _as_default(
+        [
+            r
+            for key in sw.keys()
+            if sw.chosen(key) is not None
+            for r in sw.runs_at(key, sw.preset.get(key))
+        ]
+    )
 
 
 def survives_table(fixed: list, tuned: list, size: int) -> Table:
-    t = Table("survives", "Do the paper's claims survive lr tuning?",
-              ["claim", "task", "fixed lr (Holm)", "fixed diff", "own lr (Holm)", "own diff"])
+    t = Table(
+        "survives",
+        "Do the paper's claims survive lr tuning?",
+        ["claim", "task", "fixed lr (Holm)", "fixed diff", "own lr (Holm)", "own diff"],
+    )
     by = {(f.claim.key, f.column): f for f in fixed}
 
     def diff(f):
         if f is None or f.diff is None:
             return "–"
         return f"{f.diff:+.2f}" if f.unit == "rise" else fmt(f.diff, f.unit, signed=True)
+
     for g in tuned:
         f = by.get((g.claim.key, g.column))
-        t.rows.append([g.claim.text, g.column, f.verdict("holm") if f else "–", diff(f), g.verdict("holm"), diff(g)])
-    t.caption = ("Each claim's verdict after Holm correction with every norm at the preset lr (fixed: the fixed-lr "
-                 "study's rows) and at its own chosen lr; 'diff' = mean paired difference in the claimed direction "
-                 f"(positive = as claimed). Both columns are adjusted over the same family of m = {size} tests "
-                 "(family table, findings method); '–' = no fixed-lr row for that claim and task. "
-                 + margins_sentence())
+        t.rows.append(
+            [
+                g.claim.text,
+                g.column,
+                f.verdict("holm") if f else "–",
+                diff(f),
+                g.verdict("holm"),
+                diff(g),
+            ]
+        )
+    t.caption = (
+        "Each claim's verdict after Holm correction with every norm at the preset lr (fixed: the fixed-lr "
+        "study's rows) and at its own chosen lr; 'diff' = mean paired difference in the claimed direction "
+        f"(positive = as claimed). Both columns are adjusted over the same family of m = {size} tests "
+        "(family table, findings method); '–' = no fixed-lr row for that claim and task. "
+        + margins_sentence()
+    )
     return t
 
 
@@ -247,6 +323,7 @@ def grid_factors() -> list[float]:
     import yaml
 
     from ..study.roles import CONFIGS
+
     spec = yaml.safe_load((CONFIGS / "hparams_search" / "lr_grid.yaml").read_text())
     return list(spec["params"]["task.train.lr"]["factor_choices"])
 
@@ -260,8 +337,14 @@ def member_findings(study: str, folder: Path) -> list:
     return findings(Grid(reported(runs)))
 
 
-def write_tuned_report(runs: list[Run], out: Path, factors: list[float], figures: bool = True,
-                       extend: int = EXTEND, member: Optional[Path] = None) -> dict:
+def write_tuned_report(
+    runs: list[Run],
+    out: Path,
+    factors: list[float],
+    figures: bool = True,
+    extend: int = EXTEND,
+    member: Optional[Path] = None,
+) -> dict:
     """``member``: the results folder reported for (results/mini-tuned), which names the family of
     tests (family.py); None: this report's tuned and preset-lr rows are the family."""
     out = Path(out)
@@ -270,27 +353,54 @@ def write_tuned_report(runs: list[Run], out: Path, factors: list[float], figures
     tables = [lr_grid_table(sw), tuned_table(sw)]
     tuned_grid = Grid(tuned_runs(sw))
     fixed_f, tuned_f = findings(Grid(fixed_runs(sw))), findings(tuned_grid)
-    fam = build(tuned_f, member, member_findings, fallback={"fixed": fixed_f}) if member is not None else None
-    if fam is None or fam.member("tuned") is None:   # not a declared member: its own rows and preset-lr rows are the family
-        fam = apply([Member("tuned", "", tuned_f), Member("fixed", "(this folder's preset-lr runs)", fixed_f)], False)
+    fam = (
+        build(tuned_f, member, member_findings, fallback={"fixed": fixed_f})
+        if member is not None
+        else None
+    )
+    if (
+        fam is None or fam.member("tuned") is None
+    ):  # not a declared member: its own rows and preset-lr rows are the family
+        fam = apply(
+            [
+                Member("tuned", "", tuned_f),
+                Member("fixed", "(this folder's preset-lr runs)", fixed_f),
+            ],
+            False,
+        )
     fixed_f = fam.member("fixed").findings if fam.member("fixed") else fixed_f
     if tuned_f:
         ft = findings_table(tuned_grid, tuned_f, fam, "tuned")
         ft.key, ft.title = "tuned_findings", "Findings with every norm at its own chosen lr"
-        tables += [ft, survives_table(fixed_f, tuned_f, fam.size),
-                   family_table(fam, data_sentence(sw.grid)),
-                   sign_table(fam, data_sentence(sw.grid))]
+        tables += [
+            ft,
+            survives_table(fixed_f, tuned_f, fam.size),
+            family_table(fam, data_sentence(sw.grid)),
+            sign_table(fam, data_sentence(sw.grid)),
+        ]
     paths = [p for t in tables for p in t.write(out)]
     from .tuned_figure import lr_figure  # matplotlib only when a figure is drawn
+
     caption = lr_figure(sw, out) if figures else None
-    parts = ["# normlab tuned comparison", "",
-             "Each norm at its own learning rate (chosen on seed 1's validation score) beside the preset lr "
-             "that was tuned on LayerNorm; see normlab/report/tuned.py for the protocol.", ""]
+    parts = [
+        "# normlab tuned comparison",
+        "",
+        "Each norm at its own learning rate (chosen on seed 1's validation score) beside the preset lr "
+        "that was tuned on LayerNorm; see normlab/report/tuned.py for the protocol.",
+        "",
+    ]
     parts += [t.markdown() + "\n" for t in tables]
-    for label, study, fs in (("every norm at the preset lr", "fixed", fixed_f),
-                             ("every norm at its own chosen lr", "tuned", tuned_f)):
-        if fs:   # the sign test across tasks sits beside the per-task verdicts, as in the fixed-lr report
-            parts += [f"### The claims across tasks, {label}", "", *summary_lines(fs, fam, study), ""]
+    for label, study, fs in (
+        ("every norm at the preset lr", "fixed", fixed_f),
+        ("every norm at its own chosen lr", "tuned", tuned_f),
+    ):
+        if fs:  # the sign test across tasks sits beside the per-task verdicts, as in the fixed-lr report
+            parts += [
+                f"### The claims across tasks, {label}",
+                "",
+                *summary_lines(fs, fam, study),
+                "",
+            ]
     if caption:
         parts += ["![lr sensitivity](figures/lr_sensitivity.png)", "", f"*{caption}*", ""]
     atomic_write_bytes(out / "report.md", ("\n".join(parts) + "\n").encode())

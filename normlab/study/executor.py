@@ -15,6 +15,7 @@ in priority order (asked again after every job, as later stages appear); ``comma
 ``run_dir(job)``, ``log(job)``, ``cwd``, ``env``, ``summary(job)`` (final summary or {}) and
 ``copy(job)`` (export the finished run to the results folder and keep one checkpoint of it).
 """
+
 from __future__ import annotations
 
 import os
@@ -35,16 +36,16 @@ from ..stopsignals import job_process_setup
 EXIT_LOCKED = exitcodes.LOCKED
 STOPPED_EXITS = (*exitcodes.STOPPED.values(), -signal.SIGTERM)  # a checkpoint was written
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-KEEP = ("best.pt", "last.pt")   # the first that exists is kept
+KEEP = ("best.pt", "last.pt")  # the first that exists is kept
 POLL_S = 0.5
 
 
 @dataclass
 class Outcome:
-    trained: int = 0                 # jobs that ended with a final summary in this slice
+    trained: int = 0  # jobs that ended with a final summary in this slice
     failed: list = field(default_factory=list)
-    preempted: list = field(default_factory=list)   # stopped with a checkpoint, resumed next slice
-    stopped: Optional[str] = None    # "budget" or the signal's name, None when the plan ran out
+    preempted: list = field(default_factory=list)  # stopped with a checkpoint, resumed next slice
+    stopped: Optional[str] = None  # "budget" or the signal's name, None when the plan ran out
 
 
 def prune_checkpoints(run_dir: Path) -> int:
@@ -60,10 +61,25 @@ def prune_checkpoints(run_dir: Path) -> int:
 
 
 class Executor:
-    def __init__(self, study, jobs: int, budget_min: Optional[float] = None, fail_fast: int = 3,
-                 say: Optional[Callable[[str], None]] = None, tag: str = "study"):
-        self.study, self.jobs, self.budget_min, self.fail_fast = study, max(1, jobs), budget_min, fail_fast
-        self.say, self.tag = say or (lambda line: print(line, flush=True)), tag   # a detached slice's log is a file
+    def __init__(
+        self,
+        study,
+        jobs: int,
+        budget_min: Optional[float] = None,
+        fail_fast: int = 3,
+        say: Optional[Callable[[str], None]] = None,
+        tag: str = "study",
+    ):
+        self.study, self.jobs, self.budget_min, self.fail_fast = (
+            study,
+            max(1, jobs),
+            budget_min,
+            fail_fast,
+        )
+        self.say, self.tag = (
+            say or (lambda line: print(line, flush=True)),
+            tag,
+        )  # a detached slice's log is a file
         self.running: dict[subprocess.Popen, object] = {}
         self.stop_signal: Optional[str] = None
         self.start = time.time()
@@ -71,8 +87,10 @@ class Executor:
     def _on_signal(self, signum, _frame) -> None:
         if self.stop_signal is None:
             self.stop_signal = signal.Signals(signum).name
-            self.say(f"[{self.tag}] {self.stop_signal}: starting no more jobs; {len(self.running)} running job(s) "
-                     "write a checkpoint and stop (the next slice resumes them)")
+            self.say(
+                f"[{self.tag}] {self.stop_signal}: starting no more jobs; {len(self.running)} running job(s) "
+                "write a checkpoint and stop (the next slice resumes them)"
+            )
         for p in self.running:
             _terminate(p)
 
@@ -82,22 +100,27 @@ class Executor:
     def run(self) -> Outcome:
         out = Outcome()
         old = {s: signal.signal(s, self._on_signal) for s in STOP_SIGNALS}
-        waiting: dict = {}   # job -> lock holder, for runs another (orphaned) process still holds
+        waiting: dict = {}  # job -> lock holder, for runs another (orphaned) process still holds
         try:
             while True:
                 if not self.stop_signal and not self.over_budget():
                     self._launch(out, waiting)
                 if not self.running:
                     if waiting and not self.stop_signal and not self.over_budget():
-                        time.sleep(POLL_S)   # an orphan of a killed slice holds them: wait for its checkpoint
+                        time.sleep(
+                            POLL_S
+                        )  # an orphan of a killed slice holds them: wait for its checkpoint
                         continue
                     break
                 time.sleep(POLL_S)
                 self._reap(out)
                 if len(out.failed) >= self.fail_fast and not out.trained:
-                    print(f"[{self.tag}] error: the first {len(out.failed)} jobs of this slice all failed; not "
-                          f"starting more. The last one's log: {self.study.log(out.failed[-1])}", file=sys.stderr,
-                          flush=True)
+                    print(
+                        f"[{self.tag}] error: the first {len(out.failed)} jobs of this slice all failed; not "
+                        f"starting more. The last one's log: {self.study.log(out.failed[-1])}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                     for p in self.running:
                         _terminate(p)
                     while self.running:
@@ -115,7 +138,7 @@ class Executor:
 
     def _launch(self, out: Outcome, waiting: dict) -> None:
         if len(self.running) >= self.jobs:
-            return   # planning reads every unfinished job's summary: not on every poll of a full slice
+            return  # planning reads every unfinished job's summary: not on every poll of a full slice
         busy = set(self.running.values())
         done_here = set(out.failed)
         for job in self.study.plan():
@@ -126,19 +149,31 @@ class Executor:
             holder = lock_holder(self.study.run_dir(job))
             if holder:
                 if job not in waiting:
-                    self.say(f"[{self.tag}] {job.rel()} is held by {holder} (a job of a stopped slice writing "
-                             "its checkpoint): waiting for it")
+                    self.say(
+                        f"[{self.tag}] {job.rel()} is held by {holder} (a job of a stopped slice writing "
+                        "its checkpoint): waiting for it"
+                    )
                 waiting[job] = holder
                 continue
             waiting.pop(job, None)
             log = self.study.log(job)
             log.parent.mkdir(parents=True, exist_ok=True)
             with open(log, "ab") as f:
-                p = subprocess.Popen(self.study.command(job), cwd=self.study.cwd, env=self.study.env, stdout=f,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=job_process_setup)
+                p = subprocess.Popen(
+                    self.study.command(job),
+                    cwd=self.study.cwd,
+                    env=self.study.env,
+                    stdout=f,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    preexec_fn=job_process_setup,
+                )
             self.running[p] = job
             busy.add(job)
-            self.say(f"[{self.tag}] start {job.rel()}" + (f" (lr={job.lr:g})" if getattr(job, "lr", None) else ""))
+            self.say(
+                f"[{self.tag}] start {job.rel()}"
+                + (f" (lr={job.lr:g})" if getattr(job, "lr", None) else "")
+            )
 
     def _reap(self, out: Outcome) -> None:
         for p in [p for p in self.running if p.poll() is not None]:
@@ -146,20 +181,31 @@ class Executor:
             summary = self.study.summary(job)
             status = summary.get("status")
             if status in FINAL:
-                self.study.copy(job)   # and keeps one checkpoint
+                self.study.copy(job)  # and keeps one checkpoint
                 out.trained += 1
                 value = _valid(summary)
-                self.say(f"[{self.tag}] {job.rel()}: {status}" + (f", valid {value}" if value else ""))
-                named = len(self.study.jobs())   # the tuned grid names later stages as earlier ones finish
+                self.say(
+                    f"[{self.tag}] {job.rel()}: {status}" + (f", valid {value}" if value else "")
+                )
+                named = len(
+                    self.study.jobs()
+                )  # the tuned grid names later stages as earlier ones finish
                 total = named + sum((getattr(self.study, "unnamed", None) or {}).values())
-                self.say(eta_line(named - len(self.study.plan()), total, out.trained, time.time() - self.start,
-                                  self.tag))
+                self.say(
+                    eta_line(
+                        named - len(self.study.plan()),
+                        total,
+                        out.trained,
+                        time.time() - self.start,
+                        self.tag,
+                    )
+                )
             elif rc in STOPPED_EXITS:
                 out.preempted.append(job)
             elif rc == EXIT_LOCKED:
-                pass   # another process held it after all: planned again once its lock is free
+                pass  # another process held it after all: planned again once its lock is free
             else:
-                out.failed.append(job)   # not retried in this slice: its log says why
+                out.failed.append(job)  # not retried in this slice: its log says why
                 self.say(f"[{self.tag}] {job.rel()}: failed (exit {rc}); log {self.study.log(job)}")
 
 
@@ -172,5 +218,6 @@ def _terminate(p: subprocess.Popen) -> None:
 
 def _valid(summary: dict) -> str:
     from ..rundir import criterion
+
     name, value, _ = criterion(summary)
     return f"{name} {value:.4g}" if value is not None else ""

@@ -8,6 +8,7 @@ results folder's committed copies or a sibling study's (the tuned grid shares th
 preset-lr runs). A selection run of the record (normlab.study.roles) counts for a selection job
 whatever its commit: the choice it made stays made.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,11 +27,16 @@ from .roles import SELECTION, role_of
 class Job(NamedTuple):
     task: str
     norm: str
-    lr: Optional[float]   # None: the preset lr (the fixed-lr grid's run)
+    lr: Optional[float]  # None: the preset lr (the fixed-lr grid's run)
     seed: int
 
     def rel(self) -> Path:
-        return Path(self.task) / self.norm / (f"lr={self.lr:g}" if self.lr is not None else "") / f"seed{self.seed}"
+        return (
+            Path(self.task)
+            / self.norm
+            / (f"lr={self.lr:g}" if self.lr is not None else "")
+            / f"seed{self.seed}"
+        )
 
 
 class Study(ABC):
@@ -40,9 +46,22 @@ class Study(ABC):
     ``committed``: the results folder's own copies; ``shared``: other folders whose copies of the
     same jobs count (a sibling study's). ``roles``: seed -> selection | evaluation."""
 
-    def __init__(self, *, scale: str, name: str, root: Path, copies: Path, commit: str, dirty: bool,
-                 code: Optional[Path], roles: dict, jobs_n: int = 1, committed: Optional[Path] = None,
-                 shared: Sequence[Path] = (), overrides: Sequence[str] = ()):
+    def __init__(
+        self,
+        *,
+        scale: str,
+        name: str,
+        root: Path,
+        copies: Path,
+        commit: str,
+        dirty: bool,
+        code: Optional[Path],
+        roles: dict,
+        jobs_n: int = 1,
+        committed: Optional[Path] = None,
+        shared: Sequence[Path] = (),
+        overrides: Sequence[str] = (),
+    ):
         self.scale, self.name, self.root, self.copies = scale, name, Path(root), Path(copies)
         self.commit, self.dirty, self.code, self.roles = commit, dirty, code, dict(roles)
         self.committed, self.shared, self.overrides = committed, list(shared), list(overrides)
@@ -70,7 +89,10 @@ class Study(ABC):
 
     def sources(self, job: Job) -> list[Path]:
         dirs = [self.copy_dir(job), self.run_dir(job)]
-        dirs += [Path(c) / job.rel() for c in ([self.committed] if self.committed else []) + self.shared_for(job)]
+        dirs += [
+            Path(c) / job.rel()
+            for c in ([self.committed] if self.committed else []) + self.shared_for(job)
+        ]
         return dirs
 
     def shared_for(self, job: Job) -> list[Path]:
@@ -79,10 +101,13 @@ class Study(ABC):
     # --- what is done ---
     def accepts(self, where: Path, summary: dict, job: Job) -> bool:
         if where == self.run_dir(job):
-            return True   # the run root is the commit's own
+            return True  # the run root is the commit's own
         if role_of(summary) == SELECTION and self.roles.get(job.seed) == SELECTION:
             return True
-        return summary.get("git_commit") == self.commit and bool(summary.get("git_dirty")) == self.dirty
+        return (
+            summary.get("git_commit") == self.commit
+            and bool(summary.get("git_dirty")) == self.dirty
+        )
 
     def summary(self, job: Job) -> dict:
         """``job``'s final summary ({} while it is not finished); read once, as a final one never changes."""
@@ -129,9 +154,20 @@ class Study(ABC):
 
     # --- how ---
     def command(self, job: Job) -> list[str]:
-        cmd = [sys.executable, "-m", "normlab.train", f"task={job.task}", f"norm={job.norm}", f"seed={job.seed}",
-               f"scale={self.scale}", f"name={self.name}", f"paths.root={self.root}", f"threads={self.threads}",
-               "progress=false", f"hydra.run.dir='{self.run_dir(job)}'"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "normlab.train",
+            f"task={job.task}",
+            f"norm={job.norm}",
+            f"seed={job.seed}",
+            f"scale={self.scale}",
+            f"name={self.name}",
+            f"paths.root={self.root}",
+            f"threads={self.threads}",
+            "progress=false",
+            f"hydra.run.dir='{self.run_dir(job)}'",
+        ]
         if job.seed in self.roles and self.knows_roles():
             cmd.append(f"seed_role={self.roles[job.seed]}")
         return cmd + ([f"task.train.lr={job.lr:g}"] if job.lr is not None else []) + self.overrides

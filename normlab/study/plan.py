@@ -6,6 +6,7 @@ the reference runs given, e.g. the results folder's committed copies), in one-th
 finished run directories here (one checkpoint each, normlab.study.executor), else 4 bytes per
 parameter for best.pt plus the copy, from the reference runs' parameter counts.
 """
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict
@@ -39,11 +40,15 @@ def hours_left(study, reference: Iterable = (), unnamed: dict | None = None) -> 
     every = list(wall.values()) or list(ref_wall.values()) or [0.0]
     per_task = lambda t: wall.get(t, ref_wall.get(t, mean(every)))  # noqa: E731
     left = [j for j in jobs if not study.is_shared(j) and not study.summary(j)]
-    return (sum(per_task(j.task) for j in left)
-            + sum(n * per_task(t) for t, n in (unnamed or {}).items())) / 3600
+    return (
+        sum(per_task(j.task) for j in left)
+        + sum(n * per_task(t) for t, n in (unnamed or {}).items())
+    ) / 3600
 
 
-def lines(study, reference: Iterable = (), shared_note: str = "", unnamed: dict | None = None) -> list[str]:
+def lines(
+    study, reference: Iterable = (), shared_note: str = "", unnamed: dict | None = None
+) -> list[str]:
     reference = list(reference)
     jobs = study.jobs()
     done = {j: study.where(j) for j in jobs}
@@ -69,10 +74,16 @@ def lines(study, reference: Iterable = (), shared_note: str = "", unnamed: dict 
     fallback = mean(per_run.values()) if per_run else 0.0
     disk = sum(per_run.get(None, per_run.get(j.task, fallback)) for j in left)
     by_status = Counter("done" if done[j] else "left" for j in own)
-    out += [f"[plan] {len(own)} runs of this study: {by_status['done']} done, {by_status['left']} to train"
-            + (f", about {n_unnamed} more once their lr is chosen" if n_unnamed else "")
-            + (f"; {len(shared)} shared {shared_note} ({sum(bool(done[j]) for j in shared)} done)" if shared else ""),
-            f"[plan] about {hours:.1f} one-thread job hours left (mean wall time of the task's finished "
-            "runs)",
-            f"[plan] about {disk / 1e9:.2f} GB of run directories left to write ({how})"]
+    out += [
+        f"[plan] {len(own)} runs of this study: {by_status['done']} done, {by_status['left']} to train"
+        + (f", about {n_unnamed} more once their lr is chosen" if n_unnamed else "")
+        + (
+            f"; {len(shared)} shared {shared_note} ({sum(bool(done[j]) for j in shared)} done)"
+            if shared
+            else ""
+        ),
+        f"[plan] about {hours:.1f} one-thread job hours left (mean wall time of the task's finished "
+        "runs)",
+        f"[plan] about {disk / 1e9:.2f} GB of run directories left to write ({how})",
+    ]
     return out

@@ -5,6 +5,7 @@ key of the same name). Runs of the selection record were trained before roles we
 role follows from their seed and the declared lists. A run with neither (a user's own sweep) has no
 role and is reported like any other run.
 """
+
 from __future__ import annotations
 
 import functools
@@ -25,7 +26,9 @@ def declared() -> dict:
     d = yaml.safe_load(SEEDS_FILE.read_text())
     overlap = set(d["selection"]) & set(d["evaluation"])
     if overlap:
-        raise ValueError(f"{SEEDS_FILE}: seeds {sorted(overlap)} are both selection and evaluation seeds")
+        raise ValueError(
+            f"{SEEDS_FILE}: seeds {sorted(overlap)} are both selection and evaluation seeds"
+        )
     return d
 
 
@@ -37,8 +40,9 @@ def evaluation_seeds() -> list[int]:
     return list(declared()["evaluation"])
 
 
-def role_for_seed(seed: int, selection: Optional[Iterable[int]] = None,
-                  evaluation: Optional[Iterable[int]] = None) -> str:
+def role_for_seed(
+    seed: int, selection: Optional[Iterable[int]] = None, evaluation: Optional[Iterable[int]] = None
+) -> str:
     """The role a study gives ``seed``; ValueError for a seed in neither list."""
     selection = selection_seeds() if selection is None else list(selection)
     evaluation = evaluation_seeds() if evaluation is None else list(evaluation)
@@ -46,8 +50,10 @@ def role_for_seed(seed: int, selection: Optional[Iterable[int]] = None,
         return SELECTION
     if seed in evaluation:
         return EVALUATION
-    raise ValueError(f"seed {seed} is neither a selection seed {selection} nor an evaluation seed {evaluation} "
-                     f"({SEEDS_FILE.relative_to(CONFIGS.parents[1])}); add it to one of them")
+    raise ValueError(
+        f"seed {seed} is neither a selection seed {selection} nor an evaluation seed {evaluation} "
+        f"({SEEDS_FILE.relative_to(CONFIGS.parents[1])}); add it to one of them"
+    )
 
 
 def role_of(summary: dict) -> Optional[str]:
@@ -55,7 +61,11 @@ def role_of(summary: dict) -> Optional[str]:
     if summary.get("seed_role"):
         return summary["seed_role"]
     commit = summary.get("git_commit") or ""
-    if commit and commit == declared().get("record_commit") and isinstance(summary.get("seed"), int):
+    if (
+        commit
+        and commit == declared().get("record_commit")
+        and isinstance(summary.get("seed"), int)
+    ):
         return SELECTION if summary["seed"] in selection_seeds() else EVALUATION
     return None
 

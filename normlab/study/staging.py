@@ -7,6 +7,7 @@ copy but the selection record's) with the staged ones in one step; the old copie
 history. All staged studies share one commit, so the studies that share runs (the tuned grid and
 the fixed grid's preset-lr runs) come from the same code.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -35,8 +36,9 @@ def staged_commits(out: Path) -> dict[Path, str]:
     return found
 
 
-def resolve(out: Path, requested: Optional[str], working_tree: bool,
-            shares_with: tuple = ()) -> tuple[str, Optional[Path], bool, str]:
+def resolve(
+    out: Path, requested: Optional[str], working_tree: bool, shares_with: tuple = ()
+) -> tuple[str, Optional[Path], bool, str]:
     """(commit, checkout, dirty) of the study whose results folder is ``out``: its staged copies'
     commit, else a sibling staged study's, else --commit (a new study), else the commit of the runs
     the folder reports (a fresh clone continues what it finds) or, for none, that of the folders in
@@ -46,25 +48,35 @@ def resolve(out: Path, requested: Optional[str], working_tree: bool,
     stage = staging_dir(out)
     commits = staged_commits(out)
     if len(set(commits.values())) > 1:
-        raise pin.PinError("the staged studies come from different commits ("
-                           + ", ".join(f"{p}: {c[:12]}" for p, c in commits.items())
-                           + "); studies that share runs must share one commit: discard all but one by name "
-                             "(--discard-staging <folder>)")
+        raise pin.PinError(
+            "the staged studies come from different commits ("
+            + ", ".join(f"{p}: {c[:12]}" for p, c in commits.items())
+            + "); studies that share runs must share one commit: discard all but one by name "
+            "(--discard-staging <folder>)"
+        )
     staged = next(iter(commits.values()), None)
     if staged and requested and not working_tree:
         full = pin.git("rev-parse", "--verify", f"{requested}^{{commit}}")
         if full != staged.removesuffix("-dirty"):
-            raise pin.PinError(f"--commit {requested} is {full[:12]}, but the staged studies "
-                               f"({', '.join(str(p) for p in commits)}) come from {staged[:12]}: continue at "
-                               f"{staged[:12]} (drop --commit), or discard them by name (--discard-staging {stage})")
+            raise pin.PinError(
+                f"--commit {requested} is {full[:12]}, but the staged studies "
+                f"({', '.join(str(p) for p in commits)}) come from {staged[:12]}: continue at "
+                f"{staged[:12]} (drop --commit), or discard them by name (--discard-staging {stage})"
+            )
     if working_tree:
         return (*pin.resolve(stage / "runs", None, True), "this checkout as it is (--working-tree)")
     if staged or requested:
         where = "the staged studies" if staged else "--commit"
-        return (*pin.resolve(stage / "runs", requested, False, fallback=None if requested else staged), where)
+        return (
+            *pin.resolve(stage / "runs", requested, False, fallback=None if requested else staged),
+            where,
+        )
     # nothing staged, no --commit: continue the grid the folder reports (a fresh clone finds it complete)
     reported, where = None, "a clean HEAD (a new study)"
-    for folder in (Path(out), *map(Path, shares_with)):   # a study whose runs it shares, e.g. the fixed-lr one
+    for folder in (
+        Path(out),
+        *map(Path, shares_with),
+    ):  # a study whose runs it shares, e.g. the fixed-lr one
         reported = reported_commit(folder / "runs")
         if reported:
             where = f"the runs reported in {folder.name}/runs (a new study at other code: --commit)"
@@ -79,8 +91,14 @@ def reported_commit(runs: Path) -> Optional[str]:
     return None if commit is None or commit.endswith("-dirty") else commit
 
 
-def pin_study(out: Path, requested: Optional[str], working_tree: bool, discard_named: Optional[Path] = None,
-              plan: bool = False, shares_with: tuple = ()) -> tuple[str, Optional[Path], bool, str]:
+def pin_study(
+    out: Path,
+    requested: Optional[str],
+    working_tree: bool,
+    discard_named: Optional[Path] = None,
+    plan: bool = False,
+    shares_with: tuple = (),
+) -> tuple[str, Optional[Path], bool, str]:
     """A driver's pinning: ``discard`` the staging folder it names, then ``resolve``; a --plan of a
     new study in a checkout with uncommitted changes is planned at HEAD (training it is refused)."""
     if discard_named:
@@ -90,7 +108,9 @@ def pin_study(out: Path, requested: Optional[str], working_tree: bool, discard_n
     except pin.UncommittedCode:
         if not plan:
             raise
-        print("[plan] the code has uncommitted changes: planned at HEAD (training needs a clean tree or --commit)")
+        print(
+            "[plan] the code has uncommitted changes: planned at HEAD (training needs a clean tree or --commit)"
+        )
         return pin.head(), None, False, "HEAD (uncommitted changes: planned only)"
 
 
@@ -98,7 +118,9 @@ def discard(out: Path, named: Path) -> None:
     """Remove the staged copies of ``out``'s study; only when the caller names that folder."""
     stage = staging_dir(out)
     if Path(named).resolve() != stage.resolve():
-        raise pin.PinError(f"--discard-staging {named}: this study's staging folder is {stage}; name it exactly")
+        raise pin.PinError(
+            f"--discard-staging {named}: this study's staging folder is {stage}; name it exactly"
+        )
     shutil.rmtree(stage, ignore_errors=True)
 
 

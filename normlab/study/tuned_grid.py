@@ -8,6 +8,7 @@ of it (widened past an edge choice, normlab.report.tuned.grid_lrs), then the eva
 chosen lr and at the preset. The preset-lr runs are the fixed-lr study's too: they are looked up in
 its staged and committed copies, and trained into the same run root.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,10 +28,20 @@ class Grid(Study):
     of ``commit``."""
 
     def __init__(self, a, code: Optional[Path], commit: str = "", dirty: bool = False):
-        fixed = a.out.parent / a.scale   # the fixed-lr study's results folder
-        super().__init__(scale=a.scale, name=NAME, root=a.root, copies=staging_dir(a.out) / "runs", commit=commit,
-                         dirty=dirty, code=code, roles=a.roles, jobs_n=a.jobs, committed=a.out / "runs",
-                         shared=[staging_dir(fixed) / "runs", fixed / "runs"])
+        fixed = a.out.parent / a.scale  # the fixed-lr study's results folder
+        super().__init__(
+            scale=a.scale,
+            name=NAME,
+            root=a.root,
+            copies=staging_dir(a.out) / "runs",
+            commit=commit,
+            dirty=dirty,
+            code=code,
+            roles=a.roles,
+            jobs_n=a.jobs,
+            committed=a.out / "runs",
+            shared=[staging_dir(fixed) / "runs", fixed / "runs"],
+        )
         self.a = a
         self.presets: dict[tuple[str, str], float] = {}
         self.unnamed: dict[str, int] = {}
@@ -62,14 +73,21 @@ class Grid(Study):
                 first = Job(task, norm, None, self.a.select_seed)
                 out.append(first)
                 base = self.preset(task, norm)
-                later_seeds = len(self.a.eval_seeds) + sum(not self.summary(Job(task, norm, None, s))
-                                                           for s in self.a.eval_seeds)
+                later_seeds = len(self.a.eval_seeds) + sum(
+                    not self.summary(Job(task, norm, None, s)) for s in self.a.eval_seeds
+                )
                 if base is None or not self.summary(first):
-                    self.unnamed[task] = self.unnamed.get(task, 0) + len(self.a.factors) + later_seeds
-                    continue   # the preset-lr run tells the grid its lr
+                    self.unnamed[task] = (
+                        self.unnamed.get(task, 0) + len(self.a.factors) + later_seeds
+                    )
+                    continue  # the preset-lr run tells the grid its lr
+
                 def at(lr, task=task, norm=norm, base=base):
                     return Job(task, norm, None if lr == base else lr, self.a.select_seed)
-                lrs = grid_lrs(base, self.a.factors, lambda lr, at=at: self.final_run(at(lr)), self.a.extend)
+
+                lrs = grid_lrs(
+                    base, self.a.factors, lambda lr, at=at: self.final_run(at(lr)), self.a.extend
+                )
                 stage1 = [at(lr) for lr in lrs]
                 out += [j for j in stage1 if j != first]
                 if any(not self.summary(j) for j in stage1):
@@ -77,5 +95,8 @@ class Grid(Study):
                     continue
                 best = select({lr: self.final_run(j) for lr, j in zip(lrs, stage1)}, base)
                 for seed in self.a.eval_seeds:
-                    out += [Job(task, norm, lr, seed) for lr in dict.fromkeys([None, None if best in (None, base) else best])]
+                    out += [
+                        Job(task, norm, lr, seed)
+                        for lr in dict.fromkeys([None, None if best in (None, base) else best])
+                    ]
         return list(dict.fromkeys(out))

@@ -1,4 +1,5 @@
 """TASKS: task key -> "module:Class". Adding a task: one module plus normlab/configs/task/<key>.yaml (and preset/<key>/<scale>.yaml)."""
+
 from __future__ import annotations
 
 import importlib

@@ -5,6 +5,7 @@ model from a norm factory, computes its training loss, and evaluates its metric.
 one module implementing this class plus ``normlab/configs/task/<name>.yaml`` and its presets. ``classification_eval``
 is the evaluation loop that the text classification and MNIST tasks share.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -23,14 +24,14 @@ from ..progress import bar
 
 class Task(ABC):
     name: str = ""
-    metric: str = ""                # main metric key, e.g. "acc", "bleu", "bpc", "uas"
+    metric: str = ""  # main metric key, e.g. "acc", "bleu", "bpc", "uas"
     higher_is_better: bool = True
-    unit: str = "examples"          # what throughput counts: "examples" or "tokens"
+    unit: str = "examples"  # what throughput counts: "examples" or "tokens"
     # The run's seed (set by the runner): data.train_limit_seed "run" draws the training subset with it.
     run_seed: Optional[int] = None
 
     def __init__(self, cfg: Any, data_dir: Path, cache_dir: Path):
-        self.cfg = cfg               # the resolved ``task`` config section
+        self.cfg = cfg  # the resolved ``task`` config section
         self.data_dir = Path(data_dir)
         self.cache_dir = Path(cache_dir)
         # Labels every output with what data was used: {"source": "real"|"generated",
@@ -43,10 +44,14 @@ class Task(ABC):
         value = self.cfg.data.get("train_limit_seed")
         if value == "run":
             if self.run_seed is None:
-                raise ValueError(f"task.data.train_limit_seed=run: the {self.name} task was built without a run seed")
+                raise ValueError(
+                    f"task.data.train_limit_seed=run: the {self.name} task was built without a run seed"
+                )
             return int(self.run_seed)
         if not isinstance(value, (int, type(None))) or (value or 0) < 0:
-            raise ConfigError(f"task.data.train_limit_seed={value!r}: must be run or an integer >= 0")
+            raise ConfigError(
+                f"task.data.train_limit_seed={value!r}: must be run or an integer >= 0"
+            )
         return int(value or 0)
 
     @abstractmethod
@@ -57,8 +62,10 @@ class Task(ABC):
     def model_spec(self) -> dict:
         """The model this task trains as data (``normlab.models.spec.spec``): what
         ``build_model`` builds and what ``normlab-export`` writes to model.json. Call after setup."""
-        raise NotImplementedError(f"task {self.name} builds its model in code only (no model_spec): it trains, "
-                                  "but normlab-export cannot describe it")
+        raise NotImplementedError(
+            f"task {self.name} builds its model in code only (no model_spec): it trains, "
+            "but normlab-export cannot describe it"
+        )
 
     def build_model(self, norm: NormFactory) -> nn.Module:
         return model_specs.build(self.model_spec(), norm)
@@ -103,8 +110,9 @@ def to_device(batch: Any, device: torch.device) -> Any:
     return batch
 
 
-def classification_eval(model: nn.Module, batches: Iterable, device: torch.device,
-                        desc: str = "evaluate") -> dict[str, float]:
+def classification_eval(
+    model: nn.Module, batches: Iterable, device: torch.device, desc: str = "evaluate"
+) -> dict[str, float]:
     """{"loss": mean cross-entropy, "acc": accuracy in %} over (inputs, labels) batches."""
     total, correct, n = 0.0, 0, 0
     for inputs, labels in bar(batches, desc, unit="batch"):

@@ -3,6 +3,7 @@
 Images are kept as uint8 (N, 28, 28) and standardized per batch with the training set's pixel
 mean and std (0.1307, 0.3081, the usual MNIST constants; recomputed by the tests). No augmentation.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,19 +31,26 @@ class MNISTTask(Task):
             if int(d[key]) <= 0:
                 raise ConfigError(f"task.data.{key} must be positive, got {d[key]}")
         if int(d.valid_size) >= mnist.COUNTS["train"]:
-            raise ConfigError(f"task.data.valid_size={d.valid_size} must be below {mnist.COUNTS['train']}")
+            raise ConfigError(
+                f"task.data.valid_size={d.valid_size} must be below {mnist.COUNTS['train']}"
+            )
         n_train = mnist.COUNTS["train"] - int(d.valid_size)
-        limit = check_cap(d.get("train_limit"), "task.data.train_limit", n_train, "MNIST training images")
+        limit = check_cap(
+            d.get("train_limit"), "task.data.train_limit", n_train, "MNIST training images"
+        )
         files = [p for pair in mnist.files(self.data_dir).values() for p in pair]  # keys the cache
 
         def build():
             splits = mnist.load(self.data_dir, int(d.valid_size))
             return {s: {"images": x, "labels": y} for s, (x, y) in splits.items()}
+
         data = cached(self.cache_dir, self.name, files, {"valid_size": int(d.valid_size)}, build)
         self.splits = {s: (v["images"], v["labels"]) for s, v in data.items()}
-        note = (f"MNIST: official {mnist.COUNTS['t10k']:,} test images; validation is the last "
-                f"{int(d.valid_size):,} of the {mnist.COUNTS['train']:,} training images (train keeps the "
-                f"first {n_train:,})")
+        note = (
+            f"MNIST: official {mnist.COUNTS['t10k']:,} test images; validation is the last "
+            f"{int(d.valid_size):,} of the {mnist.COUNTS['train']:,} training images (train keeps the "
+            f"first {n_train:,})"
+        )
         # data.train_limit > 0 trains on a seeded random subset of that many of the training images
         # (train_limit_seed picks it: by default the run's seed, the same for every norm): 55,000 images do not
         # overfit this CNN within a CPU budget, a few thousand do.
@@ -51,37 +59,57 @@ class MNISTTask(Task):
             keep = seeded_subset(n_train, limit, seed)
             x, y = self.splits["train"]
             self.splits["train"] = (x[keep], y[keep])
-            note += (f"; SUBSET: training on a seeded random {limit:,} of those {n_train:,} images "
-                     f"(task.data.train_limit={limit}, train_limit_seed={seed})")
+            note += (
+                f"; SUBSET: training on a seeded random {limit:,} of those {n_train:,} images "
+                f"(task.data.train_limit={limit}, train_limit_seed={seed})"
+            )
         # data.eval_size > 0 evaluates only the first eval_size images of valid and test (smoke runs);
         # it is stated in every output.
         cap = int(d.get("eval_size") or 0)
         if cap:
-            self.splits = {s: (x, y) if s == "train" else (x[:cap], y[:cap])
-                           for s, (x, y) in self.splits.items()}
-            note += f"; valid/test accuracy on their first {cap:,} images only (task.data.eval_size)"
-        self.data_info = {"source": "real", "sizes": {s: len(v[1]) for s, v in self.splits.items()},
-                          "subset": note}
+            self.splits = {
+                s: (x, y) if s == "train" else (x[:cap], y[:cap])
+                for s, (x, y) in self.splits.items()
+            }
+            note += (
+                f"; valid/test accuracy on their first {cap:,} images only (task.data.eval_size)"
+            )
+        self.data_info = {
+            "source": "real",
+            "sizes": {s: len(v[1]) for s, v in self.splits.items()},
+            "subset": note,
+        }
         if limit:  # what the cap chose from
             self.data_info["train_available"] = n_train
 
     def model_spec(self) -> dict:
         m = self.cfg.model
-        return spec("MNISTCNN", channels=[int(c) for c in m.channels], kernel=int(m.kernel), dropout=float(m.dropout))
+        return spec(
+            "MNISTCNN",
+            channels=[int(c) for c in m.channels],
+            kernel=int(m.kernel),
+            dropout=float(m.dropout),
+        )
 
     def _batches(self, split: str, batch_size: int, generator=None) -> LazyBatches:
         images, labels = self.splits[split]
         n = len(labels)
         order = torch.randperm(n, generator=generator) if generator is not None else torch.arange(n)
-        return LazyBatches(list(order.split(batch_size)),
-                           lambda b: ((images[b].float().unsqueeze(1) / 255.0 - MEAN) / STD, labels[b]))
+        return LazyBatches(
+            list(order.split(batch_size)),
+            lambda b: ((images[b].float().unsqueeze(1) / 255.0 - MEAN) / STD, labels[b]),
+        )
 
     def example_inputs(self, n: int = 8) -> tuple:
         return (self._batches("test", n)[0][0],)
 
     def export_files(self, folder):
-        (folder / "preprocessing.json").write_text(json.dumps({"input": "(B, 1, 28, 28) float", "scale": "pixel / 255",
-                                                               "mean": MEAN, "std": STD}) + "\n")
+        (folder / "preprocessing.json").write_text(
+            json.dumps(
+                {"input": "(B, 1, 28, 28) float", "scale": "pixel / 255", "mean": MEAN, "std": STD}
+            )
+            + "\n"
+        )
         return {"preprocessing.json": "(pixel / 255 - mean) / std, the images as (B, 1, 28, 28)"}
 
     def train_batches(self, epoch: int, seed: int):
@@ -93,4 +121,6 @@ class MNISTTask(Task):
 
     def evaluate(self, model, split):
         batches = self._batches(split, int(self.cfg.data.eval_batch_size))
-        return classification_eval(model, batches, next(model.parameters()).device, f"evaluate {split}")
+        return classification_eval(
+            model, batches, next(model.parameters()).device, f"evaluate {split}"
+        )

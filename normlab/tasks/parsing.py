@@ -11,6 +11,7 @@ tags); the loss is the cross-entropy of the gold transition, per configuration. 
 that loss on the split's oracle configurations and parses the split greedily for UAS (LAS when
 the data has labels), punctuation tokens (ptb.PUNCT_TAGS, by gold tag) excluded.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,10 +36,12 @@ from ..rundir import atomic_write_bytes
 from .base import Task
 
 SPLITS = ("train", "valid", "test")
-NULL, ROOT, UNK = 0, 1, 2          # special ids shared by the word and tag vocabularies
+NULL, ROOT, UNK = 0, 1, 2  # special ids shared by the word and tag vocabularies
 SPECIALS = ["<null>", "<root>", "<unk>"]
-GET_DATA = ("the NLTK sample unpacks there with `python -m nltk.downloader -d <data root>/ptb "
-            "dependency_treebank treebank`; the licensed WSJ goes in the same layout")
+GET_DATA = (
+    "the NLTK sample unpacks there with `python -m nltk.downloader -d <data root>/ptb "
+    "dependency_treebank treebank`; the licensed WSJ goes in the same layout"
+)
 
 
 class PTBParsingTask(Task):
@@ -50,13 +53,17 @@ class PTBParsingTask(Task):
         if fmt not in ptb.READERS:
             raise ConfigError(f"task.data.format must be one of {sorted(ptb.READERS)}, got {fmt!r}")
         if not self.data_dir.is_dir():
-            raise DataError(f"data folder {self.data_dir} for task ptb does not exist; set NORMLAB_DATA (or "
-                            f"paths.data_dir) to the folder that holds ptb/; {GET_DATA}")
+            raise DataError(
+                f"data folder {self.data_dir} for task ptb does not exist; set NORMLAB_DATA (or "
+                f"paths.data_dir) to the folder that holds ptb/; {GET_DATA}"
+            )
         if fmt == "conll":
             files = {s: (d.get("conll_files") or {}).get(s) for s in SPLITS}
             if not all(files.values()):
-                raise DataError("task.data.format=conll needs task.data.conll_files.{train,valid,test}: one "
-                                f"CoNLL-X/U file per split (relative to {self.data_dir} or absolute)")
+                raise DataError(
+                    "task.data.format=conll needs task.data.conll_files.{train,valid,test}: one "
+                    f"CoNLL-X/U file per split (relative to {self.data_dir} or absolute)"
+                )
             paths = {s: [self.data_dir / f] for s, f in files.items()}
             for s, (p,) in paths.items():
                 if not p.is_file():
@@ -73,9 +80,18 @@ class PTBParsingTask(Task):
         files, note = self._files()
         limit = {s: int((d.get("limit") or {}).get(s) or 0) for s in SPLITS}
         if any(limit.values()):
-            note += "; SUBSET: first " + ", ".join(f"{n} {s}" for s, n in limit.items() if n) + " sentences"
-        options = {"format": d.format, "files": {s: [str(p) for p in f] for s, f in files.items()},
-                   "lowercase": d.lowercase, "min_freq": d.min_freq, "limit": limit}
+            note += (
+                "; SUBSET: first "
+                + ", ".join(f"{n} {s}" for s, n in limit.items() if n)
+                + " sentences"
+            )
+        options = {
+            "format": d.format,
+            "files": {s: [str(p) for p in f] for s, f in files.items()},
+            "lowercase": d.lowercase,
+            "min_freq": d.min_freq,
+            "limit": limit,
+        }
         every = sorted({p for f in files.values() for p in f})
         data = cached(self.cache_dir, "ptb", every, options, lambda: self._build(files, limit))
         self.words, self.tags, self.label_names = data["words"], data["tags"], data["labels"]
@@ -83,11 +99,18 @@ class PTBParsingTask(Task):
         self.splits = data["splits"]
         self._inputs: dict = {}
         self.data_info = {
-            "source": "real", "subset": note, "format": d.format, "labeled": self.labeled,
+            "source": "real",
+            "subset": note,
+            "format": d.format,
+            "labeled": self.labeled,
             "sizes": {s: len(v["offsets"]) - 1 for s, v in self.splits.items()},
             "tokens": {s: int(v["offsets"][-1]) for s, v in self.splits.items()},
             "oracle_skipped": {s: v["skipped"] for s, v in self.splits.items()},
-            "vocab": {"words": len(self.words), "tags": len(self.tags), "labels": len(self.label_names)},
+            "vocab": {
+                "words": len(self.words),
+                "tags": len(self.tags),
+                "labels": len(self.label_names),
+            },
         }
 
     def _norm_word(self, w: str) -> str:
@@ -96,16 +119,20 @@ class PTBParsingTask(Task):
     def _build(self, files: dict[str, list[Path]], limit: dict[str, int]) -> dict:
         reader = ptb.READERS[self.cfg.data.format]
         sents = {s: [x for p in f for x in reader(p)] for s, f in files.items()}
-        sents = {s: v[:limit[s]] if limit[s] else v for s, v in sents.items()}
+        sents = {s: v[: limit[s]] if limit[s] else v for s, v in sents.items()}
         for s, v in sents.items():
             if not v:
-                raise DataError(f"the {s} split has no sentences (files: {[str(p) for p in files[s]][:3]} ...)")
+                raise DataError(
+                    f"the {s} split has no sentences (files: {[str(p) for p in files[s]][:3]} ...)"
+                )
         counts = Counter(self._norm_word(w) for x in sents["train"] for w in x.words)
         words = SPECIALS + sorted(w for w, c in counts.items() if c >= self.cfg.data.min_freq)
         tags = SPECIALS + sorted({t for x in sents["train"] for t in x.tags})
         labeled = all(x.labels is not None for v in sents.values() for x in v)
         # The label inventory is the annotation scheme's, so it is read from every split.
-        labels = sorted({lb for v in sents.values() for x in v for lb in x.labels}) if labeled else ["_"]
+        labels = (
+            sorted({lb for v in sents.values() for x in v for lb in x.labels}) if labeled else ["_"]
+        )
         wid, tid, lid = ({w: i for i, w in enumerate(vs)} for vs in (words, tags, labels))
         out = {"words": words, "tags": tags, "labels": labels, "labeled": labeled, "splits": {}}
         for s, v in sents.items():
@@ -114,7 +141,9 @@ class PTBParsingTask(Task):
             lab = [[lid[lb] for lb in x.labels] if labeled else [0] * len(x.words) for x in v]
             feats, trans, skipped = [], [], 0
             for wi, pi, x, li in zip(w, p, v, lab):
-                ex = oracle_examples([ROOT] + wi + [NULL], [ROOT] + pi + [NULL], x.heads, li, len(labels), labeled)
+                ex = oracle_examples(
+                    [ROOT] + wi + [NULL], [ROOT] + pi + [NULL], x.heads, li, len(labels), labeled
+                )
                 if ex is None:
                     skipped += 1
                     continue
@@ -123,22 +152,34 @@ class PTBParsingTask(Task):
             n_feats = 2 * N_WORD_FEATS + (N_LABEL_FEATS if labeled else 0)
             rag = Ragged.from_lists(w)
             out["splits"][s] = {
-                "offsets": rag.offsets, "words": rag.flat,
+                "offsets": rag.offsets,
+                "words": rag.flat,
                 "tags": Ragged.from_lists(p).flat,
                 "heads": torch.tensor([h for x in v for h in x.heads], dtype=torch.int32),
                 "labels": torch.tensor([i for li in lab for i in li], dtype=torch.int32),
-                "punct": torch.tensor([t in ptb.PUNCT_TAGS for x in v for t in x.tags], dtype=torch.bool),
-                "forms": [x.words for x in v], "pos": [x.tags for x in v],
+                "punct": torch.tensor(
+                    [t in ptb.PUNCT_TAGS for x in v for t in x.tags], dtype=torch.bool
+                ),
+                "forms": [x.words for x in v],
+                "pos": [x.tags for x in v],
                 "feats": torch.tensor(feats, dtype=torch.int32).reshape(-1, n_feats),
-                "trans": torch.tensor(trans, dtype=torch.int64), "skipped": skipped,
+                "trans": torch.tensor(trans, dtype=torch.int64),
+                "skipped": skipped,
             }
         return out
 
     # --- model and training ----------------------------------------------------------------------
     def model_spec(self) -> dict:
-        return spec("MLPParser", n_words=len(self.words), n_tags=len(self.tags), n_labels=len(self.label_names),
-                    labeled=self.labeled, n_word_feats=N_WORD_FEATS, n_label_feats=N_LABEL_FEATS,
-                    **dict(self.cfg.model))
+        return spec(
+            "MLPParser",
+            n_words=len(self.words),
+            n_tags=len(self.tags),
+            n_labels=len(self.label_names),
+            labeled=self.labeled,
+            n_word_feats=N_WORD_FEATS,
+            n_label_feats=N_LABEL_FEATS,
+            **dict(self.cfg.model),
+        )
 
     def _examples(self, split: str, generator=None, batch_size: int = 0) -> LazyBatches:
         sp = self.splits[split]
@@ -157,12 +198,19 @@ class PTBParsingTask(Task):
         files = {"words.txt": self.words, "tags.txt": self.tags, "labels.txt": self.label_names}
         for name, itos in files.items():
             (folder / name).write_text("\n".join(map(str, itos)) + "\n")
-        features = {"word_and_tag_features": N_WORD_FEATS, "label_features": N_LABEL_FEATS,
-                    "what": "features of an arc-standard configuration (Chen & Manning 2014), as "
-                            "normlab/data/transitions.py extracts them; the output scores the transitions"}
+        features = {
+            "word_and_tag_features": N_WORD_FEATS,
+            "label_features": N_LABEL_FEATS,
+            "what": "features of an arc-standard configuration (Chen & Manning 2014), as "
+            "normlab/data/transitions.py extracts them; the output scores the transitions",
+        }
         (folder / "features.json").write_text(json.dumps(features) + "\n")
-        return {"words.txt": "word ids, line i = id i", "tags.txt": "POS tag ids", "labels.txt": "arc label ids",
-                "features.json": "the input features and what the output scores"}
+        return {
+            "words.txt": "word ids, line i = id i",
+            "tags.txt": "POS tag ids",
+            "labels.txt": "arc label ids",
+            "features.json": "the input features and what the output scores",
+        }
 
     def loss(self, model, batch):
         feats, gold = batch
@@ -173,8 +221,10 @@ class PTBParsingTask(Task):
         if split not in self._inputs:
             sp = self.splits[split]
             words, tags = Ragged(sp["words"], sp["offsets"]), Ragged(sp["tags"], sp["offsets"])
-            self._inputs[split] = [([ROOT] + words[i].tolist() + [NULL], [ROOT] + tags[i].tolist() + [NULL])
-                                   for i in range(len(words))]
+            self._inputs[split] = [
+                ([ROOT] + words[i].tolist() + [NULL], [ROOT] + tags[i].tolist() + [NULL])
+                for i in range(len(words))
+            ]
         return greedy_parse(model, self._inputs[split])
 
     def evaluate(self, model, split):
@@ -184,7 +234,9 @@ class PTBParsingTask(Task):
         """(metrics, the final parser configurations of the split's sentences)."""
         device = next(model.parameters()).device
         total, n = 0.0, 0
-        for feats, gold in bar(self._examples(split, batch_size=4096), f"evaluate {split}", unit="batch"):
+        for feats, gold in bar(
+            self._examples(split, batch_size=4096), f"evaluate {split}", unit="batch"
+        ):
             logits = model(feats.to(device))
             total += F.cross_entropy(logits.float(), gold.to(device), reduction="sum").item()
             n += gold.numel()
@@ -216,13 +268,16 @@ class PTBParsingTask(Task):
                 label = self.label_names[c.labels[i] - 1] if self.labeled else "_"
                 lines.append(f"{i}\t{w}\t_\t{t}\t{t}\t_\t{c.heads[i]}\t{label}\t_\t_")
             lines.append("")
-        atomic_write_bytes(Path(run_dir) / "test_predictions.conllx", ("\n".join(lines) + "\n").encode())
+        atomic_write_bytes(
+            Path(run_dir) / "test_predictions.conllx", ("\n".join(lines) + "\n").encode()
+        )
         return metrics
 
 
 @torch.no_grad()
-def greedy_parse(model: MLPParser, sentences: Sequence[tuple[Sequence[int], Sequence[int]]],
-                 chunk: int = 4096) -> list[Configuration]:
+def greedy_parse(
+    model: MLPParser, sentences: Sequence[tuple[Sequence[int], Sequence[int]]], chunk: int = 4096
+) -> list[Configuration]:
     """Parse (word ids, tag ids) pairs (each with ROOT first and NULL last) greedily, all sentences
     in one batch per transition step; illegal transitions are masked. Returns final configurations."""
     device = next(model.parameters()).device
@@ -231,13 +286,20 @@ def greedy_parse(model: MLPParser, sentences: Sequence[tuple[Sequence[int], Sequ
     active = [j for j, c in enumerate(configs) if not c.terminal()]
     while active:
         for start in range(0, len(active), chunk):
-            part = active[start:start + chunk]
-            feats = torch.tensor([configs[j].features(*sentences[j], model.labeled) for j in part],
-                                 dtype=torch.int64, device=device)
+            part = active[start : start + chunk]
+            feats = torch.tensor(
+                [configs[j].features(*sentences[j], model.labeled) for j in part],
+                dtype=torch.int64,
+                device=device,
+            )
             # A diverged model's NaN/inf scores must still yield a legal transition.
             logits = torch.nan_to_num(model(feats).float(), nan=-1e30, posinf=1e30, neginf=-1e30)
-            legal = torch.tensor([configs[j].legal() for j in part], dtype=torch.bool, device=device)
-            mask = torch.cat([legal[:, :1], legal[:, 1:2].expand(-1, L), legal[:, 2:].expand(-1, L)], dim=1)
+            legal = torch.tensor(
+                [configs[j].legal() for j in part], dtype=torch.bool, device=device
+            )
+            mask = torch.cat(
+                [legal[:, :1], legal[:, 1:2].expand(-1, L), legal[:, 2:].expand(-1, L)], dim=1
+            )
             best = logits.masked_fill(~mask, float("-inf")).argmax(1).tolist()
             for j, t in zip(part, best):
                 configs[j].apply(t, L)

@@ -11,6 +11,7 @@ hypotheses to the run directory and reports
 - ``sacrebleu``: sacreBLEU (13a) on Moses-detokenized hypotheses and references; the releases
   carry tokenized references only, so these are detokenized too. Both signatures are reported.
 """
+
 from __future__ import annotations
 
 import math
@@ -34,7 +35,12 @@ from ..rundir import atomic_write_bytes
 from ..search import SearchConfig, decode
 from .base import Task
 
-MODEL_KEYS = ("share_all_embeddings", "share_decoder_input_output", "decoder_layers", "max_positions")
+MODEL_KEYS = (
+    "share_all_embeddings",
+    "share_decoder_input_output",
+    "decoder_layers",
+    "max_positions",
+)
 
 
 def tokenized_bleu(hyps: list[str], refs: list[str], lowercase: bool = False):
@@ -66,23 +72,31 @@ class TranslationTask(Task):
     def setup(self) -> None:
         c = self.cfg
         if c.train.get("select") == "metric" and not c.eval.valid_bleu:
-            raise ConfigError("task.train.select=metric selects on validation BLEU; set task.eval.valid_bleu=true "
-                              "or task.train.select=loss (fairseq's checkpoint_best uses the loss)")
+            raise ConfigError(
+                "task.train.select=metric selects on validation BLEU; set task.eval.valid_bleu=true "
+                "or task.train.select=loss (fairseq's checkpoint_best uses the loss)"
+            )
         # data.limit.{train,valid,test} > 0 keeps the first N pairs of a split (mini: a train-pair cap
         # so the model passes over the same pairs often enough to overfit them); labeled in data_info.
         for split, n in dict(c.data.get("limit") or {}).items():
             if split not in ("train", "valid", "test"):
-                raise ConfigError(f"task.data.limit.{split}: unknown split; use train, valid or test")
+                raise ConfigError(
+                    f"task.data.limit.{split}: unknown split; use train, valid or test"
+                )
             check_cap(n, f"task.data.limit.{split}", sys.maxsize, f"{split} pairs")
         self.corpus = load_corpus(self.data_dir, c.data, self.name, self.cache_dir, self.how)
         sv, tv = self.corpus.src_vocab, self.corpus.tgt_vocab
         if (sv.pad, sv.stoi[EOS]) != (tv.pad, tv.stoi[EOS]):
-            raise DataError(f"source and target vocabularies must agree on <pad> and </s> ids for {self.name}")
+            raise DataError(
+                f"source and target vocabularies must agree on <pad> and </s> ids for {self.name}"
+            )
         self.pad, self.eos = tv.pad, tv.stoi[EOS]
         if c.model.get("share_all_embeddings") and sv.itos != tv.itos:
-            raise ConfigError(f"task.model.share_all_embeddings=true needs one joint vocabulary, but {self.name} has "
-                              f"{len(sv):,} source and {len(tv):,} target entries; set it to false or use "
-                              "task.data.vocab=bpe with task.data.share_vocab=true")
+            raise ConfigError(
+                f"task.model.share_all_embeddings=true needs one joint vocabulary, but {self.name} has "
+                f"{len(sv):,} source and {len(tv):,} target entries; set it to false or use "
+                "task.data.vocab=bpe with task.data.share_vocab=true"
+            )
         self.bpe = c.data.get("vocab", "bpe") == "bpe"
         self.data_info = self.corpus.info
         self.max_pos = int(c.model.get("max_positions", 1024))
@@ -92,25 +106,35 @@ class TranslationTask(Task):
             self.train_index = keep.nonzero().view(-1)
             # sizes count the pairs training uses; what was read is kept beside it.
             read = len(keep)
-            self.data_info = {**self.data_info, "train_pairs_over_max_len": int((~keep).sum()),
-                              "train_pairs_read": read,
-                              "sizes": {**self.data_info.get("sizes", {}), "train": int(keep.sum())}}
+            self.data_info = {
+                **self.data_info,
+                "train_pairs_over_max_len": int((~keep).sum()),
+                "train_pairs_read": read,
+                "sizes": {**self.data_info.get("sizes", {}), "train": int(keep.sum())},
+            }
         else:
             self.train_index = torch.arange(len(self.corpus.splits["train"][0]))
 
     def model_spec(self) -> dict:
         m = dict(self.cfg.model)
         extra = {k: m.pop(k) for k in MODEL_KEYS if k in m}
-        return spec("TransformerSeq2Seq", src_vocab=len(self.corpus.src_vocab), tgt_vocab=len(self.corpus.tgt_vocab),
-                    pad=self.pad, eos=self.eos, cfg=TransformerConfig(**m), **extra)
+        return spec(
+            "TransformerSeq2Seq",
+            src_vocab=len(self.corpus.src_vocab),
+            tgt_vocab=len(self.corpus.tgt_vocab),
+            pad=self.pad,
+            eos=self.eos,
+            cfg=TransformerConfig(**m),
+            **extra,
+        )
 
     # --- batches -------------------------------------------------------------------------------
     def _collate(self, split: str, idx: torch.Tensor):
         src, tgt = self.corpus.splits[split]
-        L = self.max_pos   # sequences beyond the model's positions are cut (none in IWSLT at 1024)
+        L = self.max_pos  # sequences beyond the model's positions are cut (none in IWSLT at 1024)
         s = [src[i].long() for i in idx.tolist()]
         t = [tgt[i].long() for i in idx.tolist()]
-        prev = [torch.cat([t_.new_tensor([self.eos]), t_[:-1]]) for t_ in t]   # </s> starts decoding
+        prev = [torch.cat([t_.new_tensor([self.eos]), t_[:-1]]) for t_ in t]  # </s> starts decoding
         return pad(s, self.pad, L), pad(prev, self.pad, L), pad(t, self.pad, L)
 
     def _lengths(self, split: str, index: torch.Tensor) -> torch.Tensor:
@@ -125,40 +149,53 @@ class TranslationTask(Task):
         sv, tv = self.corpus.src_vocab, self.corpus.tgt_vocab
         (folder / "src_vocab.txt").write_text("\n".join(sv.itos) + "\n")
         (folder / "tgt_vocab.txt").write_text("\n".join(tv.itos) + "\n")
-        files = {"src_vocab.txt": f"source pieces, line i = id i (<pad> {self.pad}, </s> {self.eos}, which also "
-                                  "starts decoding)", "tgt_vocab.txt": "target pieces"}
+        files = {
+            "src_vocab.txt": f"source pieces, line i = id i (<pad> {self.pad}, </s> {self.eos}, which also "
+            "starts decoding)",
+            "tgt_vocab.txt": "target pieces",
+        }
         if self.corpus.bpe_codes:
             (folder / "bpe.codes").write_text(self.corpus.bpe_codes)
-            files["bpe.codes"] = ("the joint BPE merges (subword-nmt format, '</w>' ends a word), applied to "
-                                  "Moses-tokenized text; '@@ ' joins the pieces of a word in the output")
+            files["bpe.codes"] = (
+                "the joint BPE merges (subword-nmt format, '</w>' ends a word), applied to "
+                "Moses-tokenized text; '@@ ' joins the pieces of a word in the output"
+            )
         elif self.bpe:
             (folder / "segmentation.txt").write_text(
                 f"{self.data_info.get('segmentation')}: the BPE codes are not in this export (fairseq's BPE'd files, "
-                "or a data cache written before normlab kept the codes); segment input with the same codes\n")
-            files["segmentation.txt"] = "how the input was segmented, where the codes are not included"
+                "or a data cache written before normlab kept the codes); segment input with the same codes\n"
+            )
+            files["segmentation.txt"] = (
+                "how the input was segmented, where the codes are not included"
+            )
         return files
 
     def train_batches(self, epoch: int, seed: int):
         idx = self.train_index
-        batches = bucket_batches(self._lengths("train", idx), max_tokens=self.cfg.data.max_tokens,
-                                 generator=epoch_generator(seed, epoch))
+        batches = bucket_batches(
+            self._lengths("train", idx),
+            max_tokens=self.cfg.data.max_tokens,
+            generator=epoch_generator(seed, epoch),
+        )
         return LazyBatches([idx[b] for b in batches], lambda b: self._collate("train", b))
 
     def _eval_batches(self, split: str) -> LazyBatches:
         n = len(self.corpus.splits[split][0])
-        batches = bucket_batches(self._lengths(split, torch.arange(n)), max_tokens=self.cfg.data.eval_max_tokens)
+        batches = bucket_batches(
+            self._lengths(split, torch.arange(n)), max_tokens=self.cfg.data.eval_max_tokens
+        )
         return LazyBatches(batches, lambda b: self._collate(split, b))
 
     # --- loss ----------------------------------------------------------------------------------
     def _loss_sums(self, model, batch) -> tuple[torch.Tensor, torch.Tensor, int]:
         src, prev, tgt = batch
-        lprobs = F.log_softmax(model(src, prev).float(), dim=-1)          # (B, T, V)
+        lprobs = F.log_softmax(model(src, prev).float(), dim=-1)  # (B, T, V)
         keep = tgt.ne(self.pad)
         nll = -lprobs.gather(-1, tgt.unsqueeze(-1)).squeeze(-1)[keep]
         smooth = -lprobs.sum(-1)[keep]
         eps = float(self.cfg.criterion.label_smoothing)
         eps_i = eps / (lprobs.size(-1) - 1)
-        loss = (1.0 - eps - eps_i) * nll + eps_i * smooth                 # fairseq's label smoothing
+        loss = (1.0 - eps - eps_i) * nll + eps_i * smooth  # fairseq's label smoothing
         return loss.sum(), nll.sum(), keep.sum()  # a tensor: the lean GPU loop reads it lazily
 
     def loss(self, model, batch):
@@ -168,8 +205,13 @@ class TranslationTask(Task):
     # --- evaluation ----------------------------------------------------------------------------
     def _search(self) -> SearchConfig:
         e = self.cfg.eval
-        return SearchConfig(beam=int(e.beam), lenpen=float(e.lenpen), max_len_a=float(e.max_len_a),
-                            max_len_b=int(e.max_len_b), max_len=min(int(e.max_len), self.max_pos - 1))
+        return SearchConfig(
+            beam=int(e.beam),
+            lenpen=float(e.lenpen),
+            max_len_a=float(e.max_len_a),
+            max_len_b=int(e.max_len_b),
+            max_len=min(int(e.max_len), self.max_pos - 1),
+        )
 
     def _text(self, ids: list[int]) -> str:
         line = " ".join(self.corpus.tgt_vocab.itos[i] for i in ids)
@@ -197,7 +239,9 @@ class TranslationTask(Task):
         if split == "valid" and self.cfg.eval.valid_bleu:
             greedy = SearchConfig(**{**vars(self._search()), "beam": 1})
             hyps = self.translate(model, "valid", greedy)
-            out["bleu"] = tokenized_bleu(hyps, self.corpus.refs["valid"], self.cfg.eval.lowercase)[0].score
+            out["bleu"] = tokenized_bleu(hyps, self.corpus.refs["valid"], self.cfg.eval.lowercase)[
+                0
+            ].score
         return out
 
     def test(self, model, run_dir: Path):
@@ -215,19 +259,34 @@ class TranslationTask(Task):
         tok, tok_sig = tokenized_bleu(hyps, refs, e.lowercase)
         detok_hyps, detok_refs = detokenize(hyps, lang), detokenize(refs, lang)
         det, det_sig = detok_bleu(detok_hyps, detok_refs, e.lowercase)
-        for kind, lines in (("hyp", hyps), ("ref", refs), ("hyp.detok", detok_hyps), ("ref.detok", detok_refs)):
+        for kind, lines in (
+            ("hyp", hyps),
+            ("ref", refs),
+            ("hyp.detok", detok_hyps),
+            ("ref.detok", detok_refs),
+        ):
             atomic_write_bytes(out_dir / f"{split}.{kind}.txt", ("\n".join(lines) + "\n").encode())
-        return {"bleu": tok.score, "bleu_signature": tok_sig, "sacrebleu": det.score,
-                "sacrebleu_signature": f"{det_sig} (references Moses-detokenized)",
-                "bleu_precisions": "/".join(f"{p:.1f}" for p in tok.precisions), "bleu_bp": round(tok.bp, 4),
-                "decode": f"beam={search.beam} lenpen={search.lenpen} max_len=min({search.max_len_a}*src+"
-                          f"{search.max_len_b}, {search.max_len})", "decode_s": round(seconds, 2)}
+        return {
+            "bleu": tok.score,
+            "bleu_signature": tok_sig,
+            "sacrebleu": det.score,
+            "sacrebleu_signature": f"{det_sig} (references Moses-detokenized)",
+            "bleu_precisions": "/".join(f"{p:.1f}" for p in tok.precisions),
+            "bleu_bp": round(tok.bp, 4),
+            "decode": f"beam={search.beam} lenpen={search.lenpen} max_len=min({search.max_len_a}*src+"
+            f"{search.max_len_b}, {search.max_len})",
+            "decode_s": round(seconds, 2),
+        }
 
 
-IWSLT14_HOW = ("Prepare it with `python scripts/prepare_iwslt14.py --out <data_dir>/iwslt14_de_en` (fairseq's "
-               "prepare-iwslt14.sh steps; add --archive de-en.tgz to use a downloaded copy).")
-IWSLT15_HOW = ("Fetch it with `python scripts/prepare_iwslt15.py --out <data_dir>/iwslt15_en_vi` (the Stanford "
-               "NMT release; add --from DIR to use a downloaded copy).")
+IWSLT14_HOW = (
+    "Prepare it with `python scripts/prepare_iwslt14.py --out <data_dir>/iwslt14_de_en` (fairseq's "
+    "prepare-iwslt14.sh steps; add --archive de-en.tgz to use a downloaded copy)."
+)
+IWSLT15_HOW = (
+    "Fetch it with `python scripts/prepare_iwslt15.py --out <data_dir>/iwslt15_en_vi` (the Stanford "
+    "NMT release; add --from DIR to use a downloaded copy)."
+)
 
 
 class IWSLT14DeEnTask(TranslationTask):

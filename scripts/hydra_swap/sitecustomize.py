@@ -5,6 +5,7 @@ tests of its basic sweeper run against normlab's. ``NORMLAB_SWAP_SWEEPER=0`` lea
 
 Hydra's plugin scan re-executes its core plugin modules, which store the basic sweeper's config
 again, so the swap sits in the ConfigStore itself: whenever that entry is stored, normlab's is."""
+
 import os
 
 if os.environ.get("NORMLAB_SWAP_SWEEPER", "1") != "0":

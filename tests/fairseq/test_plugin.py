@@ -1,6 +1,7 @@
 """The fairseq plugin (make test-fairseq, in the fairseq environment of make fairseq-env):
 fairseq's own transformer_iwslt_de_en gets the chosen norm at every norm position, and a short
 fairseq-train on a binarized real IWSLT14 subset runs with it."""
+
 import re
 import subprocess
 import sys
@@ -24,14 +25,39 @@ def data_bin(iwslt14, tmp_path_factory):
     raw = tmp_path_factory.mktemp("raw")
     for lang in ("de", "en"):
         train = (iwslt14 / f"valid.{lang}").read_text(encoding="utf-8").splitlines()[:N_TRAIN]
-        valid = (iwslt14 / f"IWSLT14.TED.dev2010.de-en.{lang}").read_text(encoding="utf-8").splitlines()[:N_VALID]
+        valid = (
+            (iwslt14 / f"IWSLT14.TED.dev2010.de-en.{lang}")
+            .read_text(encoding="utf-8")
+            .splitlines()[:N_VALID]
+        )
         (raw / f"train.{lang}").write_text("\n".join(train) + "\n", encoding="utf-8")
         (raw / f"valid.{lang}").write_text("\n".join(valid) + "\n", encoding="utf-8")
     out = raw.parent / "data-bin"
-    subprocess.run([sys.executable, "-m", "fairseq_cli.preprocess", "--source-lang", "de", "--target-lang", "en",
-                    "--trainpref", str(raw / "train"), "--validpref", str(raw / "valid"), "--destdir", str(out),
-                    "--joined-dictionary", "--thresholdsrc", "2", "--workers", "1"],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fairseq_cli.preprocess",
+            "--source-lang",
+            "de",
+            "--target-lang",
+            "en",
+            "--trainpref",
+            str(raw / "train"),
+            "--validpref",
+            str(raw / "valid"),
+            "--destdir",
+            str(out),
+            "--joined-dictionary",
+            "--thresholdsrc",
+            "2",
+            "--workers",
+            "1",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return out
 
 
@@ -40,17 +66,33 @@ def build_model(data_bin, norm, options=""):
     from fairseq import tasks
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
     from fairseq.utils import import_user_module
+
     parser = fs_options.get_training_parser()
-    args = fs_options.parse_args_and_arch(parser, [str(data_bin), "--user-dir", str(USER_DIR), "--task",
-                                                   "normlab_translation", "--arch", "transformer_iwslt_de_en",
-                                                   "--norm", norm, "--norm-options", options])
+    args = fs_options.parse_args_and_arch(
+        parser,
+        [
+            str(data_bin),
+            "--user-dir",
+            str(USER_DIR),
+            "--task",
+            "normlab_translation",
+            "--arch",
+            "transformer_iwslt_de_en",
+            "--norm",
+            norm,
+            "--norm-options",
+            options,
+        ],
+    )
     import_user_module(args)
     cfg = convert_namespace_to_omegaconf(args)
     task = tasks.setup_task(cfg.task)
     return task.build_model(cfg.model)
 
 
-@pytest.mark.parametrize("norm,options", [("adanorm", "C=2"), ("layernorm_simple", ""), ("dyt", "alpha_init=0.5")])
+@pytest.mark.parametrize(
+    "norm,options", [("adanorm", "C=2"), ("layernorm_simple", ""), ("dyt", "alpha_init=0.5")]
+)
 def test_every_norm_of_fairseqs_model_is_the_chosen_variant(data_bin, norm, options):
     model = build_model(data_bin, norm, options)
     variant = type(build_norm(norm, 8))
@@ -71,14 +113,57 @@ def test_bad_norm_options_are_refused(data_bin):
 
 
 def test_short_fairseq_train_runs_with_adanorm(data_bin, tmp_path):
-    cmd = [sys.executable, "-m", "fairseq_cli.train", str(data_bin), "--user-dir", str(USER_DIR),
-           "--task", "normlab_translation", "--arch", "transformer_iwslt_de_en", "--norm", "adanorm",
-           "--norm-options", "C=2", "--share-decoder-input-output-embed", "--optimizer", "adam",
-           "--adam-betas", "(0.9, 0.98)", "--lr", "5e-4", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "10",
-           "--dropout", "0.3", "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
-           "--max-tokens", "2048", "--max-update", "12", "--validate-interval-updates", "12", "--cpu",
-           "--num-workers", "0", "--seed", "1", "--no-save", "--log-format", "simple", "--log-interval", "4",
-           "--validate-interval", "1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "fairseq_cli.train",
+        str(data_bin),
+        "--user-dir",
+        str(USER_DIR),
+        "--task",
+        "normlab_translation",
+        "--arch",
+        "transformer_iwslt_de_en",
+        "--norm",
+        "adanorm",
+        "--norm-options",
+        "C=2",
+        "--share-decoder-input-output-embed",
+        "--optimizer",
+        "adam",
+        "--adam-betas",
+        "(0.9, 0.98)",
+        "--lr",
+        "5e-4",
+        "--lr-scheduler",
+        "inverse_sqrt",
+        "--warmup-updates",
+        "10",
+        "--dropout",
+        "0.3",
+        "--criterion",
+        "label_smoothed_cross_entropy",
+        "--label-smoothing",
+        "0.1",
+        "--max-tokens",
+        "2048",
+        "--max-update",
+        "12",
+        "--validate-interval-updates",
+        "12",
+        "--cpu",
+        "--num-workers",
+        "0",
+        "--seed",
+        "1",
+        "--no-save",
+        "--log-format",
+        "simple",
+        "--log-interval",
+        "4",
+        "--validate-interval",
+        "1",
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=tmp_path)
     log = out.stdout + out.stderr
     assert out.returncode == 0, log[-4000:]

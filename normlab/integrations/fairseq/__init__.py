@@ -12,16 +12,20 @@ fairseq lives in its own environment (``make fairseq-env``): see README "Depende
 package imports fairseq only inside ``normlab_norms`` (what --user-dir loads), so importing
 normlab never needs it.
 """
+
 from __future__ import annotations
 
 
 def parse_norm_options(text: str) -> dict:
     """``"C=2,k=0.1"`` -> {"C": 2, "k": 0.1} (values read as YAML scalars); a clear error otherwise."""
     import yaml
+
     options = {}
     for item in filter(None, (s.strip() for s in (text or "").split(","))):
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
-            raise ValueError(f"--norm-options: {item!r} is not KEY=VALUE (e.g. --norm-options C=2,k=0.1)")
+            raise ValueError(
+                f"--norm-options: {item!r} is not KEY=VALUE (e.g. --norm-options C=2,k=0.1)"
+            )
         options[key.strip()] = yaml.safe_load(value.strip())
     return options

@@ -2,6 +2,7 @@
 
 No ``from __future__ import annotations`` here: fairseq builds its command line from the config
 dataclass's field types, which must be real types, not strings."""
+
 from dataclasses import dataclass, field
 
 from fairseq.tasks import register_task
@@ -14,11 +15,19 @@ from . import parse_norm_options
 
 @dataclass
 class NormlabTranslationConfig(TranslationConfig):
-    norm: str = field(default="layernorm", metadata={
-        "help": "normlab norm variant for every norm position: layernorm, layernorm_simple, detachnorm, "
-                "adanorm, rmsnorm, dyt, ... (normlab.norms.registry)"})
-    norm_options: str = field(default="", metadata={
-        "help": "comma-separated KEY=VALUE options of the norm, e.g. C=2,k=0.1 for adanorm"})
+    norm: str = field(
+        default="layernorm",
+        metadata={
+            "help": "normlab norm variant for every norm position: layernorm, layernorm_simple, detachnorm, "
+            "adanorm, rmsnorm, dyt, ... (normlab.norms.registry)"
+        },
+    )
+    norm_options: str = field(
+        default="",
+        metadata={
+            "help": "comma-separated KEY=VALUE options of the norm, e.g. C=2,k=0.1 for adanorm"
+        },
+    )
 
 
 @register_task("normlab_translation", dataclass=NormlabTranslationConfig)
