@@ -15,7 +15,7 @@ SEED ?= 1
 # normlab's one default data folder, as in normlab/configs/paths/default.yaml: ./data
 export NORMLAB_DATA ?= $(abspath data)
 
-.PHONY: help install demo test test-slow test-hydra train sweep reproduce-table reproduce-tuned reproduce-prenorm grid-start grid-status grid-stop gpu-wheels bench clean fairseq-env test-fairseq compare-fairseq
+.PHONY: help install demo test test-slow test-hydra lint format train sweep reproduce-table reproduce-tuned reproduce-prenorm grid-start grid-status grid-stop gpu-wheels bench clean fairseq-env test-fairseq compare-fairseq
 
 help:  ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -41,6 +41,16 @@ test: $(PY)  ## run the test suite (real data from NORMLAB_DATA, default ./data)
 
 test-slow: $(PY)  ## run only the slow tests (longer end-to-end runs)
 	$(PY) -m pytest -q -m slow
+
+LINTED := normlab tests scripts hydra_plugins
+
+lint: $(PY)  ## ruff: the rules written down in pyproject.toml, and the formatting (make format applies it)
+	$(VENV)/bin/ruff check $(LINTED)
+	$(VENV)/bin/ruff format --check $(LINTED)
+
+format: $(PY)  ## format the tree with ruff and apply its safe fixes
+	$(VENV)/bin/ruff format $(LINTED)
+	$(VENV)/bin/ruff check --fix $(LINTED)
 
 test-hydra: $(PY)  ## Hydra's own sweeper/launcher tests, against the basic sweeper and against normlab's
 	PYTHON=$(abspath $(PY)) scripts/test_hydra.sh
