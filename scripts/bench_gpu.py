@@ -34,21 +34,11 @@ from benchkit import machine, machine_block, markdown_table, median, write  # no
 
 from normlab import accel  # noqa: E402
 from normlab.config import CONFIGS, load_job, train_config  # noqa: E402
+from normlab.norms import NORMS as NORM_REGISTRY  # noqa: E402
 from normlab.norms import build_norm, norm_factory  # noqa: E402
 from normlab.trainer import Trainer  # noqa: E402
 
-NORMS = [
-    "layernorm",
-    "layernorm_simple",
-    "detachnorm",
-    "detach_mean",
-    "detach_var",
-    "adanorm",
-    "rmsnorm",
-    "dyt",
-    "scalenorm",
-    "derf",
-]
+NORMS = [n for n in NORM_REGISTRY if n not in ("none", "batchnorm")]
 FULL_SPLIT_FILL = (
     0.91  # measured: bucketing fills ~91% of an 8,192-token budget on the 160K-pair split
 )

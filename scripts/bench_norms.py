@@ -47,23 +47,14 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
+from normlab.norms import NORMS as NORM_REGISTRY
 from normlab.norms import build_norm, native
 
 sys.path.insert(0, str(Path(__file__).parent))
 from benchkit import load_average, machine, machine_block, markdown_table, median, pin_malloc, write  # noqa: E402
 
-VARIANTS = [
-    "layernorm",
-    "layernorm_simple",
-    "detachnorm",
-    "detach_mean",
-    "detach_var",
-    "adanorm",
-    "rmsnorm",
-    "dyt",
-    "scalenorm",
-    "derf",
-]
+# every registered norm with learned or normalizing work to time (not the identity, not BatchNorm)
+VARIANTS = [n for n in NORM_REGISTRY if n not in ("none", "batchnorm")]
 OFFICIAL = [
     "layernorm",
     "layernorm_simple",

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from normlab.config import TrainConfig
+from normlab.norms import NORMS as NORM_REGISTRY
 from normlab.norms import build_norm, native
 from normlab.tasks.base import Task
 from normlab.trainer import Diverged, Preempted, Trainer
@@ -200,20 +201,7 @@ def compiled_vs_eager(tmp_path, norm, precision="fp32", steps=4):
     return out
 
 
-NORMS = [
-    "layernorm",
-    "layernorm_simple",
-    "detachnorm",
-    "detach_mean",
-    "detach_var",
-    "adanorm",
-    "rmsnorm",
-    "dyt",
-    "scalenorm",
-    "derf",
-    "batchnorm",
-    "none",
-]
+NORMS = list(NORM_REGISTRY)  # every registered norm
 
 
 def test_compiled_training_equals_eager(tmp_path):
