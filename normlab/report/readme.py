@@ -50,11 +50,16 @@ def provenance(root: Path, folder: str) -> str:
     runs = ", ".join(f"{n} {s}" for s, n in (rec.get("runs") or {}).items())
     report = rec.get("report") or {}
     reported = ", ".join(str(s) for s in seeds if s not in selection) or "?"
-    left = ", ".join(str(s) for s in seeds if s in selection) or "none"
+    # the selection runs sit beside the reported ones (a grid of evaluation seeds only lists them
+    # in its selection record): name them as left out either way
+    sel = rec.get("selection_record") or {}
+    chosen = sorted({*(s for s in seeds if s in selection), *(sel.get("seeds") or [])})
+    left = ", ".join(str(s) for s in chosen) or "none"
+    at = f" (runs at `{str(sel['commit'])[:7]}`)" if sel.get("commit") and chosen else ""
     return (
         f"- `{folder}`: {runs} run copies, trained at {commits or '?'} "
-        f"(git_dirty {str(rec.get('git_dirty')).lower()}); reported seeds {reported}, selection seed(s) {left} "
-        f"left out; tables written at `{str(report.get('git_commit', '?'))[:7]}`."
+        f"(git_dirty {str(rec.get('git_dirty')).lower()}); reported seeds {reported}, selection seed(s) {left}"
+        f"{at} left out; tables written at `{str(report.get('git_commit', '?'))[:7]}`."
     )
 
 
