@@ -83,12 +83,14 @@ def resolve(
     requested: Optional[str] = None,
     working_tree: bool = False,
     fallback: Optional[str] = None,
+    keep: Optional[Callable[[dict], bool]] = None,
 ) -> tuple[str, Optional[Path], bool]:
     """(commit, checkout to train from, dirty) of a grid whose run copies are in ``copies``.
     Default: the copies' commit, else ``fallback`` (a sibling grid's), else a clean HEAD, trained
     from a clean worktree (checkout None: ``checkout(commit)`` makes it when there is training to
-    do). ``working_tree``: HEAD's own checkout as it is, for development and tests."""
-    found = commit_of_copies(copies)
+    do). ``working_tree``: HEAD's own checkout as it is, for development and tests. ``keep``: the
+    copies whose commit counts (not those another study trained and this one stages)."""
+    found = commit_of_copies(copies, keep)
     if not working_tree:
         if found and found.endswith("-dirty"):
             raise PinError(

@@ -26,11 +26,25 @@ def staging_dir(out: Path) -> Path:
     return Path(out).parent / STAGING / Path(out).name
 
 
+def trained_by_study(summary: dict) -> bool:
+    """A copy the study trains, not one of the selection record's (those keep their own commit,
+    the record's, and a study stages them beside its own runs)."""
+    return role_of(summary) != SELECTION
+
+
+def scale_of(folder: Path) -> str:
+    """results/<scale>[-<study>]: the scale a results folder's name starts with."""
+    return Path(folder).name.split("-")[0]
+
+
 def staged_commits(out: Path) -> dict[Path, str]:
-    """The commit of every study staged beside ``out`` (results/staging/*/runs)."""
+    """The commit of every study of ``out``'s scale staged beside it (results/staging/<scale>*/runs):
+    the studies of one scale share runs, those of other scales (a smoke test's) share nothing."""
     found = {}
     for runs in sorted((Path(out).parent / STAGING).glob("*/runs")):
-        commit = pin.commit_of_copies(runs)
+        if scale_of(runs.parent) != scale_of(out):
+            continue
+        commit = pin.commit_of_copies(runs, keep=trained_by_study)
         if commit:
             found[runs.parent] = commit
     return found
@@ -64,11 +78,20 @@ def resolve(
                 f"{staged[:12]} (drop --commit), or discard them by name (--discard-staging {stage})"
             )
     if working_tree:
-        return (*pin.resolve(stage / "runs", None, True), "this checkout as it is (--working-tree)")
+        return (
+            *pin.resolve(stage / "runs", None, True, keep=trained_by_study),
+            "this checkout as it is (--working-tree)",
+        )
     if staged or requested:
         where = "the staged studies" if staged else "--commit"
         return (
-            *pin.resolve(stage / "runs", requested, False, fallback=None if requested else staged),
+            *pin.resolve(
+                stage / "runs",
+                requested,
+                False,
+                fallback=None if requested else staged,
+                keep=trained_by_study,
+            ),
             where,
         )
     # nothing staged, no --commit: continue the grid the folder reports (a fresh clone finds it complete)
@@ -81,13 +104,16 @@ def resolve(
         if reported:
             where = f"the runs reported in {folder.name}/runs (a new study at other code: --commit)"
             break
-    return (*pin.resolve(stage / "runs", None, False, fallback=reported), where)
+    return (
+        *pin.resolve(stage / "runs", None, False, fallback=reported, keep=trained_by_study),
+        where,
+    )
 
 
 def reported_commit(runs: Path) -> Optional[str]:
     """The one commit of the reported (non-selection) copies in ``runs``; None when there are none
     or they came from uncommitted code."""
-    commit = pin.commit_of_copies(runs, keep=lambda s: role_of(s) != SELECTION)
+    commit = pin.commit_of_copies(runs, keep=trained_by_study)
     return None if commit is None or commit.endswith("-dirty") else commit
 
 

@@ -1,0 +1,45 @@
+"""Which commit a staged study continues at: its own runs decide, not the selection record's
+copies staged beside them, nor a staged study of another scale."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from normlab import pin
+from normlab.study import roles, staging
+
+RECORD = roles.declared()["record_commit"]
+STUDY = "f" * 40
+
+
+def copy(runs: Path, name: str, seed: int, commit: str, role=None) -> None:
+    d = runs / name / f"seed{seed}"
+    d.mkdir(parents=True)
+    s = {"git_commit": commit, "git_dirty": False, "seed": seed}
+    if role:
+        s["seed_role"] = role
+    (d / "summary.json").write_text(json.dumps(s))
+
+
+def test_selection_copies_of_the_record_do_not_pin_the_study(tmp_path):
+    results = tmp_path / "results"
+    stage = staging.staging_dir(results / "mini-tuned") / "runs"
+    copy(stage, "rt/layernorm/lr=0.001", 1, RECORD)  # the selection record's run, staged with it
+    copy(stage, "rt/layernorm/lr=0.001", 2, STUDY, roles.EVALUATION)
+    assert staging.staged_commits(results / "mini-tuned") == {stage.parent: STUDY}
+    assert staging.staged_commits(results / "mini") == {stage.parent: STUDY}  # same scale: shared
+    # all copies counted, the two commits are refused: the filter is what lets the study go on
+    with pytest.raises(pin.PinError, match="holds runs of 2 commits"):
+        pin.commit_of_copies(stage)
+    copy(stage, "rt/layernorm/lr=0.001", 3, "e" * 40, roles.EVALUATION)
+    with pytest.raises(pin.PinError, match="holds runs of 2 commits"):
+        staging.staged_commits(results / "mini-tuned")
+
+
+def test_a_staged_study_of_another_scale_does_not_pin_a_new_one(tmp_path):
+    results = tmp_path / "results"
+    copy(staging.staging_dir(results / "mini-tuned") / "runs", "rt/none", 2, STUDY, "evaluation")
+    assert staging.staged_commits(results / "smoke-tuned") == {}
+    assert staging.staged_commits(results / "smoke") == {}
+    assert list(staging.staged_commits(results / "mini-enwik8-prenorm").values()) == [STUDY]
