@@ -15,7 +15,7 @@ SEED ?= 1
 # normlab's one default data folder, as in normlab/configs/paths/default.yaml: ./data
 export NORMLAB_DATA ?= $(abspath data)
 
-.PHONY: help install demo test test-slow test-hydra lint format train sweep reproduce-table reproduce-tuned reproduce-prenorm grid-start grid-status grid-stop gpu-wheels bench clean fairseq-env test-fairseq compare-fairseq
+.PHONY: help install demo example test test-slow test-hydra lint format train sweep reproduce-table reproduce-tuned reproduce-prenorm grid-start grid-status grid-stop gpu-wheels bench clean fairseq-env test-fairseq compare-fairseq
 
 help:  ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -35,6 +35,12 @@ install:  ## create .venv and install normlab with pinned dependencies
 
 demo: $(PY)  ## train 3 norms on generated data (no download), print a table, write a loss-curve figure
 	$(PY) scripts/demo.py
+
+example: $(PY)  ## install examples/normlab-example (a norm of one's own package) and train it on rt and mnist
+	$(PY) -m pip install -q --no-deps -e examples/normlab-example
+	$(PY) -m normlab.train -m task=rt,mnist norm=lpnorm scale=smoke progress=false
+	$(PY) -m normlab.report.cli --no-figures --out runs/example-report runs/smoke/default
+	@grep "LpNorm" runs/example-report/summary.md
 
 test: $(PY)  ## run the test suite (real data from NORMLAB_DATA, default ./data)
 	$(PY) -m pytest -q

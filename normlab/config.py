@@ -17,7 +17,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
 from . import accel
-from .config_keys import CONFIGS, RUNTIME_KEYS
+from .config_keys import CONFIGS, DESCRIPTIVE_KEYS, RUNTIME_KEYS
 from .errors import ConfigError
 from .norms import norm_factory
 from .schedule import SCHEDULES
@@ -271,7 +271,7 @@ def same_experiment(a: dict, b: dict) -> list[str]:
     def walk(x, y, prefix):
         if isinstance(x, dict) and isinstance(y, dict):
             for k in sorted(set(x) | set(y)):
-                if not prefix and k in RUNTIME_KEYS:
+                if (not prefix and k in RUNTIME_KEYS) or f"{prefix}{k}" in DESCRIPTIVE_KEYS:
                     continue
                 walk(x.get(k, _MISSING), y.get(k, _MISSING), f"{prefix}{k}.")
         elif x is _MISSING and ADDED_KEYS.get(prefix.rstrip("."), _MISSING) == y:

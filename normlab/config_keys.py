@@ -19,3 +19,7 @@ RUNTIME_KEYS = (
     "seed_role",
     "resume",
 )
+
+# Keys that describe a run and never change what it computes (how reports show its norm): a
+# resumed run or a run folder's name ignores them, so editing a label retrains nothing.
+DESCRIPTIVE_KEYS = ("norm.display",)

@@ -18,12 +18,12 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from .config_keys import RUNTIME_KEYS
+from .config_keys import DESCRIPTIVE_KEYS, RUNTIME_KEYS
 
 DELETED = "~"  # a key of the defaults that the job removed (~key on the command line)
 # The grid keys, the experiment name, and the keys a resumed run may change (config_keys.RUNTIME_KEYS:
 # paths, logger, device, progress, threads, compile; compiled == eager is tested).
-EXCLUDED = {"task.name", "norm.name", "scale", "seed", "name", *RUNTIME_KEYS}
+EXCLUDED = {"task.name", "norm.name", "scale", "seed", "name", *RUNTIME_KEYS, *DESCRIPTIVE_KEYS}
 MAX_SEGMENT = 120
 
 

@@ -387,7 +387,7 @@ CLI_CASES = [
     ("+task.train.foo=1", 2, "task.train.foo"),
     ("resume=maybe", 2, "resume='maybe': must be auto"),
     ("precision=fp8", 2, "precision='fp8': must be one of"),
-    ("norm.options.numerics=foo", 2, "numerics must be one of"),
+    ("norm.options.numerics=foo", 2, "norm.options.numerics='foo' must be one of"),
     # the value named is the one that took effect: the last of two overrides of a key
     ("task.train.max_steps=-5", 2, "set on the command line: task.train.max_steps=-5"),
 ]

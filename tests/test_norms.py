@@ -432,7 +432,9 @@ def test_grad_stats_channels_first():
 def test_norm_configs_match_registry():
     cfg_dir = REPO / "normlab" / "configs" / "norm"
     files = {p.stem: p for p in cfg_dir.glob("*.yaml")}
-    assert set(files) == set(NORMS), "a NORMS key without a config, or a config without a key"
+    # normlab's own norms (a plugin installed beside it brings its configs in its own package)
+    own = {n for n, f in NORMS.items() if f.__module__.startswith("normlab.")}
+    assert set(files) == own, "a NORMS key without a config, or a config without a key"
     for key, path in files.items():
         cfg = yaml.safe_load(path.read_text())
         assert cfg["name"] == key, path

@@ -5,20 +5,25 @@ import json
 
 from test_report import make_run
 
+from normlab.norms import NORMS
 from normlab.report import figures as F
 from normlab.report import find_runs
-from normlab.report.aggregate import NORM_LABELS, NORM_ORDER, Grid
+from normlab.report.aggregate import NORM_LABELS, Grid
+from normlab.report.norm_cards import COLORS, DASHES, card
 from normlab.report.paper_tables import TABLES, norm_table, runs_table
-from normlab.report.style import NORM_STYLES
 from normlab.report.tables import Table
 
 
-def test_every_known_norm_has_its_own_style():
-    assert set(NORM_ORDER) <= set(NORM_STYLES)
-    pairs = list(NORM_STYLES.values())
+def test_every_shipped_norm_declares_its_own_look():
+    # each norm's config declares its card: a label, a colour, a dash and a row order
+    own = [n for n, f in NORMS.items() if f.__module__.startswith("normlab.")]
+    for name in own:
+        assert set(card(name)) == {"label", "color", "dash", "order"}, name
+    pairs = [(COLORS[n], DASHES[n]) for n in own]
     assert len(set(map(str, pairs))) == len(pairs)  # no two norms look alike
+    assert len({card(n)["order"] for n in own}) == len(own)  # one row order
     for _, norms in TABLES.values():  # within one table's comparison, colours differ too
-        assert len({NORM_STYLES[n][0] for n in norms}) == len(norms)
+        assert len({COLORS[n] for n in norms}) == len(norms)
 
 
 def test_figures_share_styles_label_axes_and_keep_captions_out(tmp_path, monkeypatch):

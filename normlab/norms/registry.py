@@ -1,164 +1,130 @@
 """NORMS: the one registry of norm variants, and build_norm, the one construction point.
 
-Every factory takes ``impl``: "fused" (default, the fast path of fused*.py) or "reference" (the
-plain autograd math of functional.py), e.g. ``norm.options.impl=reference`` on the command line.
+A norm is registered where it is written, by name and with the ranges of its options::
+
+    @register_norm("mynorm", alpha=">0")
+    class MyNorm(Norm):
+        def __init__(self, dim, alpha=1.0, channels_first=False, impl="fused"): ...
+
+(or on a factory function ``(dim, **options) -> nn.Module``). Its options are the parameters of
+that signature after ``dim``; ``normlab/configs/norm/<name>.yaml`` gives their values and the
+norm's look in reports. Norms are found in three places: ``builtin.py``, every module of the
+``normlab.norms.variants`` package, and the ``normlab.norms`` entry points of installed packages
+(``discover``), so a norm of one's own package runs without editing normlab.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.metadata
 import inspect
 import math
+import pkgutil
+import sys
 from typing import Callable
 
 from torch import nn
 
 from . import layers as L
 
+NORMS: dict[str, Callable[..., nn.Module]] = {}
+RANGES: dict[str, dict[str, str]] = {}
+ENTRY_POINTS = "normlab.norms"
+
+_RULES = {
+    ">0": (lambda v: v > 0, "> 0"),
+    ">=0": (lambda v: v >= 0, ">= 0"),
+    "[0,1]": (lambda v: 0 <= v <= 1, "in [0, 1]"),
+}
+
 
 def check(**ranges) -> None:
-    """Range checks a norm declares in its factory: ``check(C=(C, ">0"), k=(k, ">=0"))``. A bad
-    value raises ValueError naming the option and the range, before any model is built."""
-    tests = {
-        ">0": (lambda v: v > 0, "> 0"),
-        ">=0": (lambda v: v >= 0, ">= 0"),
-        "[0,1]": (lambda v: 0 <= v <= 1, "in [0, 1]"),
-    }
+    """``check(C=(C, ">0"), numerics=(n, ("paper", "official")))``: a bad value raises ValueError naming the option and
+    the range, before any model is built."""
     for key, (value, rule) in ranges.items():
+        if isinstance(rule, tuple):
+            if value not in rule:
+                raise ValueError(f"norm.options.{key}={value!r} must be one of {list(rule)}")
+            continue
+        test, text = _RULES[rule]
         if (
             isinstance(value, bool)
             or not isinstance(value, (int, float))
             or not math.isfinite(value)
-            or not tests[rule][0](value)
+            or not test(value)
         ):
             raise ValueError(
-                f"norm.options.{key}={value!r} is out of range: it must be a number {tests[rule][1]}"
+                f"norm.options.{key}={value!r} is out of range: it must be a number {text}"
             )
 
 
-def _none(dim, channels_first=False, impl="fused"):
-    return L.NoNorm(dim, channels_first=channels_first, impl=impl)
+def register_norm(name: str, **ranges):
+    """Decorator: register a norm class or factory as ``name``; ``ranges`` maps an option to one
+    of ">0", ">=0", "[0,1]" or to a tuple of its allowed values, checked before every build. A
+    second, different norm of one name is an error (a plugin must not silently replace a shipped
+    norm)."""
+    ranges = {k: tuple(r) if isinstance(r, (list, tuple)) else r for k, r in ranges.items()}
+    bad = {k: r for k, r in ranges.items() if not isinstance(r, tuple) and r not in _RULES}
+    if bad:
+        raise ValueError(
+            f"register_norm({name!r}): unknown range(s) {bad}; use one of {list(_RULES)}"
+        )
+
+    def add(factory):
+        old = NORMS.get(name)
+        if old is not None and _qualname(old) != _qualname(factory):
+            raise ValueError(
+                f"norm {name!r} is registered twice: {_qualname(old)} and {_qualname(factory)}"
+            )
+        params = _params(factory)
+        if "impl" in params:  # every Norm's fast-path switch, checked before any build
+            ranges.setdefault("impl", L.IMPLS)
+        unknown = sorted(set(ranges) - set(params))
+        if unknown:
+            raise ValueError(f"register_norm({name!r}): ranges for options it lacks: {unknown}")
+        NORMS[name], RANGES[name] = factory, dict(ranges)
+        return factory
+
+    return add
 
 
-def _layernorm(dim, eps=1e-5, numerics="paper", channels_first=False, impl="fused"):
-    check(eps=(eps, ">0"))
-    return L.LayerNormFamily(
-        dim, affine=True, eps=eps, numerics=numerics, channels_first=channels_first, impl=impl
-    )
+def _qualname(obj) -> str:
+    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', repr(obj))}"
 
 
-def _layernorm_simple(dim, eps=1e-5, numerics="paper", channels_first=False, impl="fused"):
-    check(eps=(eps, ">0"))
-    return L.LayerNormFamily(
-        dim, affine=False, eps=eps, numerics=numerics, channels_first=channels_first, impl=impl
-    )
+def _params(factory) -> list[str]:
+    return [p for p in inspect.signature(factory).parameters if p != "dim"]
 
 
-def _detachnorm(dim, eps=1e-5, numerics="paper", channels_first=False, impl="fused"):
-    check(eps=(eps, ">0"))
-    return L.LayerNormFamily(
-        dim,
-        affine=False,
-        detach_mean=True,
-        detach_var=True,
-        eps=eps,
-        numerics=numerics,
-        channels_first=channels_first,
-        impl=impl,
-    )
+def discover() -> list[str]:
+    """Import the modules of ``normlab.norms.variants`` and the installed packages' ``normlab.norms``
+    entry points (each names a module that registers its norms, or a norm class/factory registered
+    under the entry point's name). A package that fails to import is reported on stderr and skipped:
+    one broken plugin does not stop the shipped norms. Returns the names it added."""
+    from . import variants
 
+    before = set(NORMS)
+    for info in sorted(pkgutil.iter_modules(variants.__path__), key=lambda m: m.name):
+        importlib.import_module(f"{variants.__name__}.{info.name}")
+    for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINTS), key=lambda e: e.name):
+        try:
+            obj = ep.load()
+            if not inspect.ismodule(obj) and ep.name not in NORMS:
+                register_norm(ep.name)(obj)
+        except Exception as e:  # a plugin's own bug: name it, keep the rest usable
+            print(
+                f"normlab: norm plugin {ep.name!r} ({ep.value}) is skipped: "
+                f"{type(e).__name__}: {e}",
+                file=sys.stderr,
+            )
+    return sorted(set(NORMS) - before)
 
-def _detach_mean(dim, eps=1e-5, numerics="paper", channels_first=False, impl="fused"):
-    check(eps=(eps, ">0"))
-    return L.LayerNormFamily(
-        dim,
-        affine=False,
-        detach_mean=True,
-        eps=eps,
-        numerics=numerics,
-        channels_first=channels_first,
-        impl=impl,
-    )
-
-
-def _detach_var(dim, eps=1e-5, numerics="paper", channels_first=False, impl="fused"):
-    check(eps=(eps, ">0"))
-    return L.LayerNormFamily(
-        dim,
-        affine=False,
-        detach_var=True,
-        eps=eps,
-        numerics=numerics,
-        channels_first=channels_first,
-        impl=impl,
-    )
-
-
-def _adanorm(dim, C=1.0, k=0.1, eps=1e-5, numerics="paper", channels_first=False, impl="fused"):
-    check(C=(C, ">0"), k=(k, ">=0"), eps=(eps, ">0"))  # phi(y) = C(1 - ky): a scale C > 0
-    # C=1 by default: at init the output scale matches LayerNorm's unit gain, so LN vs AdaNorm
-    # compares the phi shape at equal scale. The official script's C=2 is set per experiment.
-    return L.AdaNorm(
-        dim, C=C, k=k, eps=eps, numerics=numerics, channels_first=channels_first, impl=impl
-    )
-
-
-def _rmsnorm(dim, eps=1e-5, affine=True, numerics="paper", channels_first=False, impl="fused"):
-    check(eps=(eps, ">0"))
-    return L.RMSNorm(
-        dim, eps=eps, affine=affine, numerics=numerics, channels_first=channels_first, impl=impl
-    )
-
-
-def _dyt(dim, alpha_init=0.5, affine=True, channels_first=False, impl="fused"):
-    check(alpha_init=(alpha_init, ">0"))  # tanh(alpha x): alpha <= 0 flips or flattens it
-    return L.DyT(
-        dim, alpha_init=alpha_init, affine=affine, channels_first=channels_first, impl=impl
-    )
-
-
-def _scalenorm(dim, eps=1e-5, channels_first=False, impl="fused"):
-    check(eps=(eps, ">0"))
-    return L.ScaleNorm(dim, eps=eps, channels_first=channels_first, impl=impl)
-
-
-def _derf(dim, alpha_init=0.5, shift_init=0.0, affine=True, channels_first=False, impl="fused"):
-    check(alpha_init=(alpha_init, ">0"))
-    return L.Derf(
-        dim,
-        alpha_init=alpha_init,
-        shift_init=shift_init,
-        affine=affine,
-        channels_first=channels_first,
-        impl=impl,
-    )
-
-
-def _batchnorm(dim, eps=1e-5, momentum=0.1, channels_first=False, impl="fused"):
-    check(eps=(eps, ">0"), momentum=(momentum, "[0,1]"))
-    return L.BatchNorm(dim, eps=eps, momentum=momentum, channels_first=channels_first, impl=impl)
-
-
-NORMS: dict[str, Callable[..., nn.Module]] = {
-    "none": _none,
-    "layernorm": _layernorm,
-    "layernorm_simple": _layernorm_simple,
-    "detachnorm": _detachnorm,
-    "detach_mean": _detach_mean,
-    "detach_var": _detach_var,
-    "adanorm": _adanorm,
-    "rmsnorm": _rmsnorm,
-    "dyt": _dyt,
-    "scalenorm": _scalenorm,
-    "derf": _derf,
-    "batchnorm": _batchnorm,
-}
 
 NORM_TYPES = (L.Norm, nn.LayerNorm, nn.RMSNorm)
 
 
 def norm_options(name: str) -> list[str]:
-    params = inspect.signature(_factory(name)).parameters
-    return [p for p in params if p != "dim"]
+    return _params(_factory(name))
 
 
 def _factory(name: str):
@@ -167,19 +133,27 @@ def _factory(name: str):
     return NORMS[name]
 
 
-def build_norm(name: str, dim: int, **options) -> nn.Module:
-    """Build norm variant ``name`` over ``dim`` features. Unknown names/options raise ValueError."""
+def validate(name: str, **options) -> None:
+    """The checks of ``build_norm`` without building: the name, unknown options, declared ranges."""
     factory = _factory(name)
     valid = norm_options(name)
     unknown = sorted(set(options) - set(valid))
     if unknown:
         raise ValueError(f"norm {name!r} has no option(s) {unknown}; valid options: {valid}")
-    return factory(dim, **options)
+    bound = inspect.signature(factory).bind_partial(**options)
+    bound.apply_defaults()
+    check(**{k: (bound.arguments[k], r) for k, r in RANGES[name].items() if k in bound.arguments})
+
+
+def build_norm(name: str, dim: int, **options) -> nn.Module:
+    """Build norm variant ``name`` over ``dim`` features. Unknown names/options raise ValueError."""
+    validate(name, **options)
+    return NORMS[name](dim, **options)
 
 
 def norm_factory(name: str, **options) -> Callable[[int], nn.Module]:
     """A ``dim -> module`` callable for models; validates name and options now, not at build."""
-    build_norm(name, 4, **options)
+    validate(name, **options)
 
     def make(dim: int, **extra) -> nn.Module:
         return build_norm(name, dim, **{**options, **extra})

@@ -14,36 +14,10 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Optional
 
+from .norm_cards import LABELS as NORM_LABELS
+from .norm_cards import sort_key as norm_sort_key
 from .runs import Run
 
-NORM_ORDER = [
-    "none",
-    "layernorm",
-    "layernorm_simple",
-    "detachnorm",
-    "detach_mean",
-    "detach_var",
-    "adanorm",
-    "rmsnorm",
-    "dyt",
-    "scalenorm",
-    "derf",
-    "batchnorm",
-]
-NORM_LABELS = {
-    "none": "w/o Norm",
-    "layernorm": "LayerNorm",
-    "layernorm_simple": "LayerNorm-simple",
-    "detachnorm": "DetachNorm",
-    "detach_mean": "Detach mean only",
-    "detach_var": "Detach variance only",
-    "adanorm": "AdaNorm",
-    "rmsnorm": "RMSNorm",
-    "dyt": "DyT",
-    "scalenorm": "ScaleNorm",
-    "derf": "Derf",
-    "batchnorm": "BatchNorm",
-}
 TASK_ORDER = [
     "wmt14_en_de",
     "iwslt14_de_en",
@@ -167,12 +141,10 @@ class Grid:
         )
 
     def variants(self, norms: Optional[list[str]] = None) -> list[tuple[str, str]]:
-        """Row keys in NORM_ORDER (or ``norms``' order); norms without runs are kept when named."""
+        """Row keys in the norms' declared order (their configs' ``display.order``, else ``norms``'
+        order); norms without runs are kept when named."""
         present = {v for _, v in self.cells}
-        order = norms or sorted(
-            {n for n, _ in present},
-            key=lambda n: (NORM_ORDER.index(n) if n in NORM_ORDER else len(NORM_ORDER), n),
-        )
+        order = norms or sorted({n for n, _ in present}, key=norm_sort_key)
         rows = []
         for n in order:
             vs = sorted(v for v in present if v[0] == n)

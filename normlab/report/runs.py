@@ -17,6 +17,7 @@ import yaml
 
 from ..exitcodes import STOPPED
 from ..rundir import atomic_write_bytes, read_curves
+from . import norm_cards
 
 FINAL = ("completed", "diverged")
 # Per-layer probe keys (grad/<layer>/...) are dropped from exported curves: 12 keys per norm
@@ -108,6 +109,8 @@ class Run:
     def fingerprint(self) -> str:
         """The config without seed and runtime keys: runs in one table cell should share it."""
         cfg = {k: v for k, v in self.config.items() if k not in RUNTIME_KEYS}
+        if isinstance(cfg.get("norm"), dict):  # its look in reports changes no result
+            cfg["norm"] = {k: v for k, v in cfg["norm"].items() if k != "display"}
         return json.dumps(cfg, sort_keys=True, default=str)
 
 
@@ -121,6 +124,7 @@ def load_run(path: Path) -> Run:
     summary = (
         json.loads((path / "summary.json").read_text()) if (path / "summary.json").exists() else {}
     )
+    norm_cards.learn((config or {}).get("norm"))
     return Run(path, config or {}, summary or {})
 
 

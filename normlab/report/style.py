@@ -4,28 +4,15 @@ figure compares differ in both colour and dash pattern and stay apart in greysca
 
 from __future__ import annotations
 
-# norm -> (matplotlib colour, line style)
-NORM_STYLES: dict[str, tuple[str, object]] = {
-    "none": ("black", ":"),  # the baseline: plain dotted black
-    "layernorm": ("tab:blue", "-"),
-    "layernorm_simple": ("tab:orange", "--"),
-    "detachnorm": ("tab:red", "-."),
-    "detach_mean": ("tab:purple", (0, (3, 1, 1, 1, 1, 1))),
-    "detach_var": ("tab:brown", (0, (6, 2))),
-    "adanorm": ("tab:green", (0, (1, 1))),
-    "rmsnorm": ("tab:cyan", "--"),
-    "dyt": ("tab:pink", "-."),
-    "scalenorm": ("tab:olive", ":"),
-    "derf": ("tab:gray", (0, (5, 1, 1, 1))),
-    "batchnorm": ("goldenrod", (0, (2, 2))),
-}
+from .norm_cards import COLORS, DASHES
+
+# A norm's colour and dash are declared with it (its config's display section, norm_cards.py).
 UNKNOWN = ("dimgray", (0, (1, 3)))
 
 
 def norm_style(norm: str) -> dict:
     """matplotlib keyword arguments (color, linestyle) for ``norm``."""
-    color, ls = NORM_STYLES.get(norm, UNKNOWN)
-    return {"color": color, "linestyle": ls}
+    return {"color": COLORS.get(norm, UNKNOWN[0]), "linestyle": DASHES.get(norm, UNKNOWN[1])}
 
 
 # A norm's further settings (two lrs, AdaNorm's C=1 and C=2) keep the norm's colour family and
