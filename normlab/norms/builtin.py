@@ -17,58 +17,31 @@ def _none(dim, channels_first=False, impl="fused"):
     return L.NoNorm(dim, channels_first=channels_first, impl=impl)
 
 
-@register_norm("layernorm", eps=">0", numerics=NUMERICS)
-def _layernorm(dim, eps=1e-5, numerics="paper", channels_first=False, impl="fused"):
-    return L.LayerNormFamily(
-        dim, affine=True, eps=eps, numerics=numerics, channels_first=channels_first, impl=impl
-    )
+def _layernorm_family(name: str, affine: bool, detach_mean: bool = False, detach_var: bool = False):
+    """The factory of one member of Xu et al.'s LayerNorm family: which affine, which statistics
+    detached from the gradient."""
+
+    def factory(dim, eps=1e-5, numerics="paper", channels_first=False, impl="fused"):
+        return L.LayerNormFamily(
+            dim,
+            affine=affine,
+            detach_mean=detach_mean,
+            detach_var=detach_var,
+            eps=eps,
+            numerics=numerics,
+            channels_first=channels_first,
+            impl=impl,
+        )
+
+    factory.__qualname__ = f"_layernorm_family[{name}]"
+    return register_norm(name, eps=">0", numerics=NUMERICS)(factory)
 
 
-@register_norm("layernorm_simple", eps=">0", numerics=NUMERICS)
-def _layernorm_simple(dim, eps=1e-5, numerics="paper", channels_first=False, impl="fused"):
-    return L.LayerNormFamily(
-        dim, affine=False, eps=eps, numerics=numerics, channels_first=channels_first, impl=impl
-    )
-
-
-@register_norm("detachnorm", eps=">0", numerics=NUMERICS)
-def _detachnorm(dim, eps=1e-5, numerics="paper", channels_first=False, impl="fused"):
-    return L.LayerNormFamily(
-        dim,
-        affine=False,
-        detach_mean=True,
-        detach_var=True,
-        eps=eps,
-        numerics=numerics,
-        channels_first=channels_first,
-        impl=impl,
-    )
-
-
-@register_norm("detach_mean", eps=">0", numerics=NUMERICS)
-def _detach_mean(dim, eps=1e-5, numerics="paper", channels_first=False, impl="fused"):
-    return L.LayerNormFamily(
-        dim,
-        affine=False,
-        detach_mean=True,
-        eps=eps,
-        numerics=numerics,
-        channels_first=channels_first,
-        impl=impl,
-    )
-
-
-@register_norm("detach_var", eps=">0", numerics=NUMERICS)
-def _detach_var(dim, eps=1e-5, numerics="paper", channels_first=False, impl="fused"):
-    return L.LayerNormFamily(
-        dim,
-        affine=False,
-        detach_var=True,
-        eps=eps,
-        numerics=numerics,
-        channels_first=channels_first,
-        impl=impl,
-    )
+_layernorm_family("layernorm", affine=True)
+_layernorm_family("layernorm_simple", affine=False)
+_layernorm_family("detachnorm", affine=False, detach_mean=True, detach_var=True)
+_layernorm_family("detach_mean", affine=False, detach_mean=True)
+_layernorm_family("detach_var", affine=False, detach_var=True)
 
 
 # phi(y) = C(1 - ky): a scale C > 0. C=1 by default: at init the output scale matches LayerNorm's
