@@ -28,7 +28,7 @@ from torch import nn
 from . import layers as L
 
 NORMS: dict[str, Callable[..., nn.Module]] = {}
-RANGES: dict[str, dict[str, str]] = {}
+RANGES: dict[str, dict[str, object]] = {}  # option -> a _RULES key or its allowed values
 ENTRY_POINTS = "normlab.norms"
 
 _RULES = {
@@ -39,8 +39,8 @@ _RULES = {
 
 
 def check(**ranges) -> None:
-    """``check(C=(C, ">0"), numerics=(n, ("paper", "official")))``: a bad value raises ValueError naming the option and
-    the range, before any model is built."""
+    """``check(C=(C, ">0"), numerics=(n, ("paper", "official")))``: a bad value raises ValueError
+    naming the option and the range, before any model is built."""
     for key, (value, rule) in ranges.items():
         if isinstance(rule, tuple):
             if value not in rule:
