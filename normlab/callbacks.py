@@ -13,7 +13,7 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from .rundir import read_json, write_json
+from .files import read_json, write_json
 
 
 class Outcome(float):

@@ -34,7 +34,7 @@ COMMANDS = (
     ),
     (
         "normlab-report",
-        "normlab.report.cli:main",
+        "normlab.reporting:main",
         "tables, findings and figures from run directories",
     ),
     (

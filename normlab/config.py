@@ -2,7 +2,7 @@
 
 Hydra does the one merge (configs/train.yaml's defaults list: trainer schema < task file <
 preset/<task>/<scale>.yaml < command line) and checks key names (every node is in struct mode;
-``task.train`` is the typed ``TrainConfig`` below). What is left for ``load_job`` are value
+the top level is the typed ``normlab.schema.JobConfig``, ``task.train`` its ``TrainConfig``). What is left for ``load_job`` are value
 ranges and cross-key rules (d_model divisible by heads, a positive batch, a valid norm option),
 checked once before anything is written; the result is one ``Job`` that every later step takes.
 """
@@ -10,8 +10,8 @@ checked once before anything is written; the result is one ``Job`` that every la
 from __future__ import annotations
 
 import difflib
-from dataclasses import MISSING, dataclass, field, fields
-from typing import List, Optional
+from dataclasses import MISSING, dataclass, fields
+from typing import Callable, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
@@ -21,6 +21,7 @@ from .config_keys import CONFIGS, DESCRIPTIVE_KEYS, RUNTIME_KEYS
 from .errors import ConfigError
 from .norms import norm_factory
 from .schedule import SCHEDULES
+from .schema import JobConfig, TrainConfig, default
 
 __all__ = [
     "CONFIGS",
@@ -34,36 +35,9 @@ __all__ = [
 ]
 
 
-@dataclass
-class TrainConfig:
-    """The trainer's keys and their defaults, in one place; every task's ``train:`` section and
-    the command line override them (``task.train.lr=1e-3``)."""
-
-    optimizer: str = "adam"  # adam | adamw (weight decay never on 1-D tensors)
-    lr: float = 5e-4
-    betas: List[float] = field(default_factory=lambda: [0.9, 0.98])
-    adam_eps: float = 1e-8
-    weight_decay: float = 0.0
-    schedule: str = (
-        "inverse_sqrt"  # constant | inverse_sqrt | linear | cosine, after linear warm-up
-    )
-    warmup_steps: int = 0
-    warmup_init_ratio: float = 0.0  # lr at step 0 as a fraction of the peak (fairseq: 1e-7/lr)
-    min_lr_ratio: float = 0.0
-    clip_norm: float = 0.0  # 0 = no clipping (the official IWSLT recipe)
-    max_epochs: int = 1
-    max_steps: int = 0  # > 0 overrides max_epochs
-    eval_every: int = 0  # steps; 0 = at the end of each epoch
-    log_every: int = 10
-    checkpoint_every: int = 0  # extra checkpoints between evaluations
-    patience: int = 0  # evaluations without improvement before stopping; 0 = off
-    select: str = "metric"  # choose the best checkpoint on the valid "metric" or "loss"
-    diverge_loss: float = 1e4  # a train loss above this (or NaN/inf) ends the run as diverged
-    probe_every: int = 0  # log Theorem-1 gradient statistics every N steps; 0 = off
-    update_freq: int = 1  # micro-batches per optimizer step (fairseq --update-freq)
-
-
-# configs/train.yaml: `trainer@task.train: default` composes this schema under every task.
+# configs/train.yaml: `job_schema` is the first entry of its defaults list, and
+# `trainer@task.train: default` composes the trainer's schema under every task.
+ConfigStore.instance().store(name="job_schema", node=JobConfig)
 ConfigStore.instance().store(group="trainer", name="default", node=TrainConfig)
 
 
@@ -179,9 +153,10 @@ class Job:
     config: dict  # the same as plain data: what config.yaml holds
     train: TrainConfig
     setting: dict  # hyperparameters that differ from the task/norm/scale defaults
+    make_norm: Callable  # the norm factory (dim -> module), its name and options checked once
 
     def __getattr__(self, key):  # job.task, job.norm, job.seed, ... read through to the config
-        if key.startswith("_") or key in ("cfg", "config", "train", "setting"):
+        if key.startswith("_") or key in ("cfg", "config", "train", "setting", "make_norm"):
             raise AttributeError(key)
         return getattr(self.cfg, key)
 
@@ -189,6 +164,7 @@ class Job:
 def load_job(cfg: DictConfig, overrides: Optional[list[str]] = None) -> Job:
     """Resolve and check ``cfg``; ConfigError names the key, where its value came from and the fix."""
     from .hints import origin
+    from .loggers import check_flags
     from .setting import varied
     from .tasks import TASKS
 
@@ -212,28 +188,20 @@ def load_job(cfg: DictConfig, overrides: Optional[list[str]] = None) -> Job:
         raise
     norm = config["norm"]
     try:
-        norm_factory(norm["name"], **(norm.get("options") or {}))
+        make_norm = norm_factory(norm["name"], **(norm.get("options") or {}))
     except ValueError as e:
         raise ConfigError(
             f"norm={norm['name']}: {e}; see normlab/configs/norm/{norm['name']}.yaml"
         ) from None
     try:
         accel.check(
-            config.get("precision", "fp32"),
-            config.get("compile", False),
-            config.get("deterministic", True),
+            config.get("precision", default("precision")),
+            config.get("compile", default("compile")),
+            config.get("deterministic", default("deterministic")),
         )
     except ValueError as e:
         raise ConfigError(f"{e} (normlab/configs/train.yaml or the command line)") from None
-    for backend in (
-        "wandb",
-        "tensorboard",
-    ):  # switched on by booleans (normlab/configs/logger/*.yaml)
-        value = (config.get("logger") or {}).get(backend, False)
-        if not isinstance(value, bool):
-            raise ConfigError(
-                f"logger.{backend}={value!r}: must be true or false (normlab/configs/logger/*.yaml)"
-            )
+    check_flags(config.get("logger") or {})  # each backend's flag, in its own logger/*.yaml
     if not isinstance(config.get("seed"), int) or config["seed"] < 0:
         raise ConfigError(f"seed={config.get('seed')!r}: must be an integer >= 0")
     threads = config.get("threads", 0)
@@ -254,13 +222,13 @@ def load_job(cfg: DictConfig, overrides: Optional[list[str]] = None) -> Job:
         )
     job_cfg = OmegaConf.create(config)
     OmegaConf.set_readonly(job_cfg, True)
-    return Job(job_cfg, config, train, varied(config))
+    return Job(job_cfg, config, train, varied(config), make_norm)
 
 
 # Keys added after runs were already on disk, with the value that does what the code did before
 # them: a run directory written without such a key is the same experiment when the job sets it to
 # that value, so upgrading normlab does not refuse to resume (or skip) older runs.
-ADDED_KEYS = {"precision": "fp32", "task.train.update_freq": 1}
+ADDED_KEYS = {"precision": default("precision"), "task.train.update_freq": 1}
 _MISSING = object()
 
 

@@ -52,7 +52,8 @@ def expand(items: list[str]) -> list[Path]:
 
 def recorded(run_dir: Path, split: str, step: int) -> dict:
     """What the run recorded for these weights: {} when it recorded nothing for them."""
-    from .rundir import read_curves, read_json
+    from .files import read_json
+    from .rundir import read_curves
 
     if split == "valid":
         recs = [
@@ -92,8 +93,8 @@ def compare(new: dict, old) -> str:
 def evaluate_run(run_dir: Path, args, overrides) -> list[dict]:
     import torch
 
+    from .files import remove_empty_dirs
     from .restore import changes_numbers, restore
-    from .rundir import remove_empty_dirs
 
     r = restore(run_dir, args.checkpoint, overrides)
     reference = not changes_numbers(overrides, r.recorded)

@@ -101,8 +101,8 @@ def export_run(run_dir: Path, out: Path, which: str = "best", program: bool = Tr
     import torch
 
     from . import __version__
+    from .files import read_json
     from .restore import restore
-    from .rundir import read_json
 
     if out.exists() and any(out.iterdir()):
         raise ConfigError(

@@ -47,7 +47,7 @@ def origin(key: str, task_name: str, scale: str, overrides: list[str]) -> str:
         if line:
             return f"set in {where.relative_to(CONFIGS.parent.parent)}:{line}"
     if sub[:1] == ["train"]:
-        return "the default in normlab.config.TrainConfig"
+        return "the default in normlab.schema.TrainConfig"
     return "not set in any config file"
 
 

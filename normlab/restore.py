@@ -16,7 +16,8 @@ from omegaconf import OmegaConf
 
 from .config import Job, load_job
 from .errors import CheckpointError, ConfigError
-from .rundir import Checkpoints, read_yaml
+from .files import read_yaml
+from .rundir import Checkpoints
 
 # Keys that change how a run is evaluated, never what was trained. The first group changes no
 # number beyond float rounding (where the run is evaluated, how big its batches are).
@@ -175,7 +176,6 @@ def restore(
 ) -> Restored:
     """The run's task (data set up) and model (eval mode, on its device) with the checkpoint's weights."""
     from . import distributed, runner
-    from .norms import norm_factory
     from .tasks import get_task_class
 
     run_dir = Path(run_dir)
@@ -191,9 +191,7 @@ def restore(
     task.run_seed = job.seed
     task.setup()
     runner.set_determinism(job, dev)
-    model = task.build_model(
-        norm_factory(job.norm.name, **(job.config["norm"].get("options") or {}))
-    )
+    model = task.build_model(job.make_norm)
     try:
         model.load_state_dict(state)
     except RuntimeError as e:

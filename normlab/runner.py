@@ -25,22 +25,14 @@ from . import __version__, accel, distributed, pin, setting
 from .config import Job, load_job, same_experiment
 from .consolelog import ConsoleLog
 from .errors import ConfigError, DataError
+from .files import atomic_write_bytes, read_json, read_yaml, write_json, write_yaml
 from .loggers import make_loggers
-from .norms import native, norm_factory
+from .norms import native
 from .outcome import STOPPED, end_line
 from .progress import enable_bars
-from .rundir import (
-    Checkpoints,
-    Curves,
-    atomic_write_bytes,
-    criterion,
-    read_curves,
-    read_json,
-    read_yaml,
-    write_json,
-    write_yaml,
-)
+from .rundir import Checkpoints, Curves, criterion, read_curves
 from .runlock import RunLock
+from .schema import default
 from .stopsignals import status_of
 from .tasks import get_task_class
 from .trainer import Diverged, Preempted, Trainer
@@ -81,7 +73,7 @@ def set_determinism(cfg, device: Optional[torch.device] = None) -> None:
     torch.manual_seed(cfg.seed)
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg.threads))
-    accel.set_matmul_precision(cfg.get("precision", "fp32"))
+    accel.set_matmul_precision(cfg.get("precision", default("precision")))
     if accel.deterministic_for(cfg.deterministic, device):
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.use_deterministic_algorithms(True, warn_only=True)
@@ -165,9 +157,7 @@ def build(job: Job, task, run_dir: Path, ctx: distributed.Dist) -> Trainer:
     if job.get("compile"):
         accel.compile_cache(Path(job.paths.cache_dir))
     try:
-        model = task.build_model(
-            norm_factory(job.norm.name, **(job.config["norm"].get("options") or {}))
-        )
+        model = task.build_model(job.make_norm)
         return Trainer(
             task,
             model,
@@ -178,7 +168,7 @@ def build(job: Job, task, run_dir: Path, ctx: distributed.Dist) -> Trainer:
             ctx.device,
             progress=job.progress and ctx.main,
             dist=ctx,
-            precision=job.get("precision", "fp32"),
+            precision=job.get("precision", default("precision")),
             compile=bool(job.get("compile")),
         )
     except ConfigError:

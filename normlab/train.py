@@ -30,8 +30,8 @@ from .callbacks import Outcome, record_failure
 from .commands import version_text
 from .config import CONFIGS
 from .errors import CheckpointError
+from .files import remove_empty_dirs
 from .hints import explain_unknown_keys
-from .rundir import remove_empty_dirs
 from .runlock import RunLocked
 from .runner import USER_ERRORS, objective, run
 

@@ -33,6 +33,7 @@ from .norms import GradProbe, native
 from .progress import training_bar
 from .rundir import Checkpoints
 from .schedule import build_optimizer, build_scheduler
+from .schema import default
 from .stopsignals import StopSignals, status_of
 from .tasks.base import Task, to_device
 
@@ -77,7 +78,7 @@ class Trainer(CheckpointMixin):
         device: torch.device,
         progress: bool = True,
         dist: Optional[distributed.Dist] = None,
-        precision: str = "fp32",
+        precision: str = default("precision"),
         compile: bool = False,
     ):
         self.dist = dist or distributed.Dist(device=device)

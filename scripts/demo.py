@@ -42,7 +42,7 @@ def main() -> int:
     report = [
         sys.executable,
         "-m",
-        "normlab.report.cli",
+        "normlab.reporting",
         str(ROOT / "mini" / "demo"),
         "--out",
         str(ROOT / "report"),

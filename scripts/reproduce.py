@@ -46,11 +46,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from normlab import pin  # noqa: E402
+from normlab.files import atomic_write_bytes, write_json  # noqa: E402
 from normlab.integrations.wandb_results import log_results, wandb_options  # noqa: E402
-from normlab.report import find_runs, write_report  # noqa: E402
+from normlab.report import find_runs  # noqa: E402
 from normlab.report import record as provenance  # noqa: E402
 from normlab.report.paper_tables import TABLES  # noqa: E402
-from normlab.rundir import atomic_write_bytes, write_json  # noqa: E402
+from normlab.reporting import report  # noqa: E402
 from normlab.study import plan as planning  # noqa: E402
 from normlab.study import roles, staging
 from normlab.study.executor import Executor  # noqa: E402
@@ -188,9 +189,7 @@ def _csv(s: str) -> list[str]:
 def report_only(a, argv) -> int:
     """The tables of a newer report from the same run copies; the runs' provenance is kept as it was."""
     runs = find_runs([a.out / "runs"])
-    written = write_report(
-        runs, a.out, figures=not a.no_figures, member=Path(a.record_out or a.out)
-    )
+    written = report(runs, a.out, figures=not a.no_figures, member=Path(a.record_out or a.out))
     rec = provenance.read(a.out)
     if not rec:  # a folder trained before it had a driver: its record is made from its runs
         commits = [
@@ -383,9 +382,7 @@ def main(argv=None) -> int:
             f"[reproduce] study complete: {added} staged copies replace {removed} reported ones in {_rel(a.out)}/runs"
         )
     runs = find_runs([a.out / "runs"])
-    written = write_report(
-        runs, a.out, figures=not a.no_figures, member=Path(a.record_out or a.out)
-    )
+    written = report(runs, a.out, figures=not a.no_figures, member=Path(a.record_out or a.out))
     record = provenance.record(
         a.out,
         make_command(a),

@@ -96,7 +96,7 @@ def expect(error, match, overrides, tmp, run_dir, before, data_dir=None):
         ),
         ("task.data.batch_size=0", r"task.data.batch_size=0: a batch needs a positive size"),
         ("seed=-1", r"seed=-1: must be an integer >= 0"),
-        ("logger.tensorboard=yes", r"logger.tensorboard='yes': must be true or false"),
+        ("+logger.tensorboard=yes", r"logger.tensorboard='yes': must be true or false"),
         ("precision=fp8", r"precision='fp8': must be one of \['fp32', 'tf32', 'bf16', 'fp16'\]"),
         ("compile=maybe", r"compile='maybe': must be true or false"),
         ("deterministic=sometimes", r"deterministic='sometimes': must be true, false or auto"),
@@ -426,7 +426,7 @@ def test_report_to_a_folder_it_cannot_make_is_one_line(tmp_path):
         [
             sys.executable,
             "-m",
-            "normlab.report.cli",
+            "normlab.reporting",
             str(tmp_path),
             "--out",
             "/proc/normlab-report",

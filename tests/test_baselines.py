@@ -1,5 +1,6 @@
-"""normlab.report.baselines: the trivial baselines against hand computations and against counts read
-straight from the real data files (independently of the task pipelines)."""
+"""The trivial baselines (normlab.tasks.trivial's math, each task's trivial_baselines, cached by
+normlab.reporting) against hand computations and against counts read straight from the real data
+files (independently of the task pipelines)."""
 
 import csv
 import math
@@ -10,14 +11,10 @@ import torch
 import yaml
 from test_report import make_run
 
-from normlab.report import find_runs, write_report
-from normlab.report.baselines import (
-    baselines,
-    bits_per_byte,
-    level,
-    majority_accuracy,
-    right_neighbour_uas,
-)
+from normlab.report import find_runs
+from normlab.report.baselines import level
+from normlab.reporting import baselines, report
+from normlab.tasks.trivial import bits_per_byte, majority_accuracy, right_neighbour_uas
 
 
 def test_bits_per_byte_by_hand():
@@ -145,7 +142,7 @@ def test_report_says_when_data_is_absent(tmp_path, monkeypatch):
         cfg = yaml.safe_load((d / "config.yaml").read_text())
         cfg["paths"]["data_dir"] = str(tmp_path / "nodata")
         (d / "config.yaml").write_text(yaml.safe_dump(cfg))
-    write_report(
+    report(
         find_runs([tmp_path / "runs"]), tmp_path / "out", figures=False, cache_dir=tmp_path / "c"
     )
     text = (tmp_path / "out" / "baselines.md").read_text()
@@ -154,7 +151,7 @@ def test_report_says_when_data_is_absent(tmp_path, monkeypatch):
 
 def test_cached_baselines_print_like_fresh_ones(tmp_path, monkeypatch):
     # A JSON round trip must not reorder the rows (the committed tables are compared byte for byte).
-    import normlab.report.baselines as B
+    import normlab.reporting as B
 
     fake = {
         "metric": "bpc",

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from helpers import REPO, TEST_CACHE
+from normlab import plugins
 from normlab.norms import NORMS, build_norm, register_norm
 from normlab.norms import registry as R
 from normlab.report import norm_cards
@@ -63,7 +64,7 @@ def _train_and_report(tmp_path, env, norm, tasks, label):
         assert f"label: {label}" in (run / "config.yaml").read_text()
     out = tmp_path / "report"
     _run(
-        [sys.executable, "-m", "normlab.report.cli", "--no-figures", "--out", str(out), str(sweep)],
+        [sys.executable, "-m", "normlab.reporting", "--no-figures", "--out", str(out), str(sweep)],
         tmp_path,
         env,
     )
@@ -157,7 +158,7 @@ def test_a_broken_plugin_is_named_and_skipped(monkeypatch, capsys):
         def load(self):
             raise ImportError("No module named 'no_such_module_of_anyone'")
 
-    monkeypatch.setattr(R.importlib.metadata, "entry_points", lambda group: [EP()])
+    monkeypatch.setattr(plugins.importlib.metadata, "entry_points", lambda group: [EP()])
     assert R.discover() == []
     err = capsys.readouterr().err
     assert "norm plugin 'brokennorm' (no_such_module_of_anyone) is skipped: ImportError" in err
@@ -179,7 +180,7 @@ def test_an_entry_point_may_name_a_class_registered_under_its_name(monkeypatch):
         def load(self):
             return Half
 
-    monkeypatch.setattr(R.importlib.metadata, "entry_points", lambda group: [EP()])
+    monkeypatch.setattr(plugins.importlib.metadata, "entry_points", lambda group: [EP()])
     monkeypatch.setattr(R, "NORMS", dict(R.NORMS))
     monkeypatch.setattr(R, "RANGES", dict(R.RANGES))
     assert R.discover() == ["halfnorm"]

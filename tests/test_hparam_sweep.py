@@ -15,7 +15,7 @@ import pytest
 from helpers import TEST_CACHE, compose_cfg, run_cli
 from normlab import setting
 from normlab.config import load_job
-from normlab.rundir import read_json
+from normlab.files import read_json
 from normlab.runlock import RunLock, RunLocked
 
 ROOT = ("runs", "smoke", "default", "synthetic_cls")

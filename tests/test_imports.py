@@ -104,3 +104,16 @@ def test_the_report_starts_no_processes():
             if isinstance(n, ast.ImportFrom) and n.module and not n.level
         }
         assert not ({"subprocess", "multiprocessing"} & (names | modules_)), p.name
+
+
+def test_the_report_reads_run_directories_and_builds_nothing():
+    # the report's inputs are run directories and what a caller hands it (the baselines): it
+    # builds no task, data pipeline or model, so it runs where only the run files are
+    edges = graph()
+    report = {
+        m: sorted(t for t in e if t.split(".")[1] in ("tasks", "data", "models", "norms"))
+        for m, e in edges.items()
+        if m == "normlab.report" or m.startswith("normlab.report.")
+    }
+    assert {m: t for m, t in report.items() if t} == {}
+    assert "normlab.tasks" in edges["normlab.reporting"]  # the graph sees the lazy import

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from helpers import REPO, TEST_CACHE
+from normlab.files import read_json
 from normlab.norms import native, native_build
-from normlab.rundir import read_json
 
 needs_native = pytest.mark.skipif(
     os.environ.get("NORMLAB_NATIVE") == "0" or shutil.which("c++") is None,

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from helpers import REPO, TEST_CACHE, run_cli, run_job, run_path
-from normlab.rundir import read_curves, read_json
+from normlab.files import read_json
+from normlab.rundir import read_curves
 
 # 4 batches per epoch, 2 micro-batches per step: steps cross epochs; dropout makes RNG matter
 ARGS = [

@@ -252,7 +252,7 @@ def test_gold_oracle_parse_scores_100_and_trivial_baseline_scores_low(tmp_path, 
         c.heads[1:] = list(range(2, c.n + 1)) + [0]
     assert task.attachment_scores("test", chain)["uas"] < 40.0
     # The report's right-neighbour baseline is the same number, computed from the gold arrays alone.
-    from normlab.report.baselines import right_neighbour_uas
+    from normlab.tasks.trivial import right_neighbour_uas
 
     sp = task.splits["test"]
     assert right_neighbour_uas(sp["heads"], sp["offsets"], sp["punct"]) == pytest.approx(

@@ -13,7 +13,8 @@ import torch
 
 from helpers import REPO, TEST_CACHE, run_cli, run_job
 from normlab.errors import CheckpointError
-from normlab.rundir import Checkpoints, Curves, read_curves, read_json
+from normlab.files import read_json
+from normlab.rundir import Checkpoints, Curves, read_curves
 
 # 4 batches per epoch: 16 steps cross 3 epoch boundaries; dropout 0.1 makes the RNG state matter.
 ARGS = [
@@ -158,7 +159,7 @@ def test_the_run_directory_keeps_the_command_and_a_log_of_the_console_across_inv
     last = run_dir / "checkpoints" / "last.pt"
     last.write_bytes(last.read_bytes()[:100])
     done = run_cli([*ARGS, "threads=2"], tmp_path)
-    from normlab.rundir import read_yaml
+    from normlab.files import read_yaml
 
     assert read_yaml(run_dir / "overrides.yaml") == [
         "progress=false",

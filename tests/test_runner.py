@@ -8,8 +8,9 @@ import pytest
 
 from helpers import run_cli, run_job
 from normlab.config import ConfigError
+from normlab.files import read_json, read_yaml
 from normlab.norms import NORMS
-from normlab.rundir import read_curves, read_json, read_yaml
+from normlab.rundir import read_curves
 
 RT = ["task=rt", "scale=smoke", "threads=1"]
 

@@ -8,7 +8,8 @@ import subprocess
 import sys
 
 from helpers import TEST_CACHE, run_cli
-from normlab.rundir import read_curves, read_json
+from normlab.files import read_json
+from normlab.rundir import read_curves
 
 SWEEP = [
     "hydra.mode=MULTIRUN",

@@ -68,7 +68,7 @@ def test_loggers_combine(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
-    _, run_dir = run_job([*ARGS, "logger=wandb", "logger.tensorboard=true"], tmp_path)
+    _, run_dir = run_job([*ARGS, "logger=[wandb,tensorboard]"], tmp_path)
     assert list((run_dir / "wandb").glob("offline-run-*/run-*.wandb"))
     _, got = scalars(run_dir)
     assert got["valid/acc"] == expected(run_dir, "valid", "acc")

@@ -10,7 +10,7 @@ from typing import Callable
 
 import torch
 
-from ..rundir import atomic_write_bytes
+from ..files import atomic_write_bytes
 
 CACHE_VERSION = 2  # bump when a reader's output changes, so stale caches are rebuilt
 

@@ -13,12 +13,12 @@ from typing import Optional
 
 def wandb_options(overrides: list[str]) -> Optional[dict]:
     """The wandb settings a sweep's Hydra overrides ask for, or None when they leave wandb off
-    (``logger=wandb``/``logger=all`` or ``logger.wandb=true`` turn it on)."""
+    (``logger=wandb``, ``logger=[wandb,...]``, ``logger=all`` or ``+logger.wandb=true`` turn it on)."""
     opts, on = {}, False
     for o in overrides:
         key, _, value = o.lstrip("+").partition("=")
         if key == "logger":
-            on = value in ("wandb", "all")
+            on = bool({"wandb", "all"} & {v.strip() for v in value.strip("[]").split(",")})
         elif key == "logger.wandb":
             on = value.lower() == "true"
         elif key in ("logger.project", "logger.entity", "logger.mode"):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Optional
 
 from .base import split_keys
+from .registry import LoggerRun, register_logger
 
 
 class TensorBoardLogger:
@@ -90,3 +91,8 @@ def hparams_of(config: dict, setting: dict) -> dict:
     hp.update({f"norm.{k}": v for k, v in (config["norm"].get("options") or {}).items()})
     hp.update(setting)
     return {k: v for k, v in hp.items() if isinstance(v, (str, int, float, bool))}
+
+
+@register_logger("tensorboard")
+def build(run: LoggerRun) -> TensorBoardLogger:
+    return TensorBoardLogger(run.run_dir, hparams_of(run.config, run.setting), purge_step=run.step)

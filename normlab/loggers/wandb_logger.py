@@ -14,7 +14,8 @@ import sys
 import traceback
 from typing import Optional
 
-from .base import split_keys, summary_for_backends
+from .base import run_name, setting_tags, split_keys, summary_for_backends
+from .registry import LoggerRun, register_logger
 
 
 class WandbLogger:
@@ -137,3 +138,20 @@ class WandbLogger:
             self.run.finish(exit_code=exit_code)
         except Exception:
             self._fail("finish")
+
+
+@register_logger("wandb")
+def build(run: LoggerRun) -> WandbLogger:
+    job, options = run.job, dict(run.options)
+    options.setdefault("run_name", run_name(job.task.name, job.norm.name, job.seed, run.setting))
+    options["tags"] = list(options.get("tags") or []) + setting_tags(run.setting)
+    wandb = WandbLogger(
+        options,
+        run.config,
+        str(run.run_dir),
+        run_id=(run.checkpoint or {}).get("wandb_id"),
+        metric=run.task.metric,
+        higher_is_better=run.task.higher_is_better,
+    )
+    run.extra["wandb_id"] = wandb.run_id
+    return wandb

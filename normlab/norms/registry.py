@@ -15,16 +15,13 @@ norm's look in reports. Norms are found in three places: ``builtin.py``, every m
 
 from __future__ import annotations
 
-import importlib
-import importlib.metadata
 import inspect
 import math
-import pkgutil
-import sys
 from typing import Callable
 
 from torch import nn
 
+from ..plugins import import_modules, load_entry_points, qualname
 from . import layers as L
 
 NORMS: dict[str, Callable[..., nn.Module]] = {}
@@ -72,9 +69,9 @@ def register_norm(name: str, **ranges):
 
     def add(factory):
         old = NORMS.get(name)
-        if old is not None and _qualname(old) != _qualname(factory):
+        if old is not None and qualname(old) != qualname(factory):
             raise ValueError(
-                f"norm {name!r} is registered twice: {_qualname(old)} and {_qualname(factory)}"
+                f"norm {name!r} is registered twice: {qualname(old)} and {qualname(factory)}"
             )
         params = _params(factory)
         if "impl" in params:  # every Norm's fast-path switch, checked before any build
@@ -88,10 +85,6 @@ def register_norm(name: str, **ranges):
     return add
 
 
-def _qualname(obj) -> str:
-    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', repr(obj))}"
-
-
 def _params(factory) -> list[str]:
     return [p for p in inspect.signature(factory).parameters if p != "dim"]
 
@@ -99,24 +92,18 @@ def _params(factory) -> list[str]:
 def discover() -> list[str]:
     """Import the modules of ``normlab.norms.variants`` and the installed packages' ``normlab.norms``
     entry points (each names a module that registers its norms, or a norm class/factory registered
-    under the entry point's name). A package that fails to import is reported on stderr and skipped:
-    one broken plugin does not stop the shipped norms. Returns the names it added."""
+    under the entry point's name; a broken one is named on stderr and skipped). Returns the names
+    it added."""
     from . import variants
 
     before = set(NORMS)
-    for info in sorted(pkgutil.iter_modules(variants.__path__), key=lambda m: m.name):
-        importlib.import_module(f"{variants.__name__}.{info.name}")
-    for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINTS), key=lambda e: e.name):
-        try:
-            obj = ep.load()
-            if not inspect.ismodule(obj) and ep.name not in NORMS:
-                register_norm(ep.name)(obj)
-        except Exception as e:  # a plugin's own bug: name it, keep the rest usable
-            print(
-                f"normlab: norm plugin {ep.name!r} ({ep.value}) is skipped: "
-                f"{type(e).__name__}: {e}",
-                file=sys.stderr,
-            )
+    import_modules(variants)
+
+    def add(name, obj):
+        if name not in NORMS:
+            register_norm(name)(obj)
+
+    load_entry_points(ENTRY_POINTS, "norm", add)
     return sorted(set(NORMS) - before)
 
 

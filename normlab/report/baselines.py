@@ -1,216 +1,22 @@
-"""Trivial baselines computed from the data, so that "at the unigram level" is a number, not a guess.
+"""The trivial baselines table: where each norm's test score sits among the scores of model-free
+predictors (unigram and bigram bits per byte, the majority class, the right-neighbour parse), so
+that "at the unigram level" is a number, not a guess.
 
-Per task, with the task's own data pipeline (the task config of the runs' config.yaml, so the
-same subset, split and evaluation cap as the runs):
-- enwik8: unigram and bigram bits per byte of each split, estimated on the train split with
-  add-one (Laplace) smoothing over the 256 byte values; the bigram conditions each byte on the
-  byte before it in the file, as the LM's stream does. Add-one over-smooths a bigram fitted on
-  40,000 bytes, so beside it a bigram with add-alpha smoothing, alpha chosen on the valid split:
-  the strongest bigram level, the one "at the bigram level" must be read against.
-- rt, sst2, imdb, mnist: accuracy of always predicting the train split's majority class.
-- ptb: UAS of attaching every word to its right neighbour (the last word to the root), scored
-  like the parser (punctuation excluded).
-- translation: none (BLEU of copying the source is near 0 across languages and says nothing).
-The numbers are cached as JSON under the cache folder, keyed by the task config and the sizes and
-mtimes of the data files; without data the table says so instead of showing numbers.
+The baselines themselves come from each task (``Task.trivial_baselines``, computed from the data
+by normlab.reporting, which passes them in as a provider); this module only places the runs among
+them.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import os
-from pathlib import Path
-from typing import TYPE_CHECKING, Optional
-
-if (
-    TYPE_CHECKING
-):  # torch is imported where a baseline is computed: normlab-report starts without it
-    import torch
-
-from ..rundir import atomic_write_bytes
+from typing import Callable, Optional
 
 SPLITS = ("train", "valid", "test")
-CLASSIFICATION = ("rt", "sst2", "imdb", "mnist")
-NONE = {
-    "iwslt14_de_en": "none (BLEU of copying the source is near 0 across languages)",
-    "iwslt15_en_vi": "none (BLEU of copying the source is near 0 across languages)",
-    "synthetic_cls": "none (generated data)",
-}
-CACHE_VERSION = 2
-
-
-def bits_per_byte(
-    data: torch.Tensor, bounds: dict[str, tuple[int, int]]
-) -> dict[str, dict[str, float]]:
-    """{"unigram": {split: bpc}, "bigram": {split: bpc}, "bigram_valid": {split: bpc, "alpha": a}}
-    with every model fitted on ``bounds["train"]``: add-one smoothing, and (bigram_valid) add-alpha
-    smoothing with alpha minimizing the valid split's bpc (scipy's bounded scalar search over
-    log alpha in [1e-4, 10]). A split starting at byte 0 has no predecessor for its first byte:
-    the bigram scores it from its second byte on."""
-    import torch
-    from scipy import optimize
-
-    x = data.to(torch.int64)
-    a, b = bounds["train"]
-    uni = torch.bincount(x[a:b], minlength=256).double() + 1.0
-    log_uni = (uni / uni.sum()).log2()
-    seg = x[a:b]
-    counts = torch.bincount(seg[:-1] * 256 + seg[1:], minlength=256 * 256).double().view(256, 256)
-
-    def log_big(alpha: float) -> torch.Tensor:
-        return ((counts + alpha) / (counts.sum(1, keepdim=True) + 256 * alpha)).log2()
-
-    def score(table: torch.Tensor, lo: int, hi: int) -> float:
-        first = max(lo, 1)
-        return float(-table[x[first - 1 : hi - 1], x[first:hi]].mean())
-
-    best = optimize.minimize_scalar(
-        lambda la: score(log_big(math.exp(la)), *bounds["valid"]),
-        bounds=(math.log(1e-4), math.log(10.0)),
-        method="bounded",
-        options={"xatol": 1e-4},
-    )
-    alpha = float(math.exp(best.x))
-    out: dict[str, dict[str, float]] = {
-        "unigram": {},
-        "bigram": {},
-        "bigram_valid": {"alpha": alpha},
-    }
-    add_one, tuned = log_big(1.0), log_big(alpha)
-    for s, (lo, hi) in bounds.items():
-        out["unigram"][s] = float(-log_uni[x[lo:hi]].mean())
-        out["bigram"][s] = score(add_one, lo, hi)
-        out["bigram_valid"][s] = score(tuned, lo, hi)
-    return out
-
-
-def majority_accuracy(labels: dict[str, torch.Tensor]) -> tuple[int, dict[str, float]]:
-    """(majority class of the train labels, accuracy % of predicting it on each split)."""
-    import torch
-
-    major = int(torch.bincount(labels["train"]).argmax())
-    return major, {s: 100.0 * float((y == major).double().mean()) for s, y in labels.items()}
-
-
-def right_neighbour_uas(heads: torch.Tensor, offsets: torch.Tensor, punct: torch.Tensor) -> float:
-    """UAS % of heads[i] = i + 1 within each sentence, the last word to the root (0)."""
-    import torch
-
-    n = heads.numel()
-    pos = (
-        torch.arange(n) - torch.repeat_interleave(offsets[:-1], offsets[1:] - offsets[:-1]) + 1
-    )  # 1-based
-    last = torch.zeros(n, dtype=torch.bool)
-    last[(offsets[1:] - 1)] = True
-    pred = torch.where(last, torch.zeros_like(pos), pos + 1)
-    keep = ~punct
-    return 100.0 * float(((pred == heads.to(torch.int64)) & keep).sum()) / max(int(keep.sum()), 1)
-
-
-def _files_key(folder: Path, task_cfg: dict) -> str:
-    files = sorted(
-        (str(p.relative_to(folder)), p.stat().st_size, p.stat().st_mtime_ns)
-        for p in folder.rglob("*")
-        if p.is_file()
-    )
-    blob = json.dumps(
-        {"v": CACHE_VERSION, "files": files, "cfg": task_cfg}, sort_keys=True, default=str
-    )
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-def _compute(task_name: str, task_cfg: dict, folder: Path, cache_dir: Path) -> dict:
-    from omegaconf import OmegaConf
-
-    from ..tasks import get_task_class
-
-    task = get_task_class(task_name)(OmegaConf.create(task_cfg), folder, cache_dir)
-    # With train_limit_seed=run each seed trains on its own subset; the baselines are fitted on
-    # seed 0's (they are the train majority class, bytes' and heads' statistics: the subset's draw
-    # moves them by far less than the seeds' spread).
-    task.run_seed = 0
-    task.setup()
-    if task_name == "enwik8":
-        # fitted on the bytes the models train on (the first task.data.train_bytes when capped)
-        train = (task.corpus.bounds["train"][0], task.train_end)
-        bounds = {"train": train, **{s: task.eval_bounds[s] for s in ("valid", "test")}}
-        res = bits_per_byte(task.corpus.data, bounds)
-        alpha = res["bigram_valid"].pop("alpha")
-        return {
-            "metric": "bpc",
-            "rows": {
-                "unigram (add-one, fitted on train)": res["unigram"],
-                "bigram (add-one, fitted on train)": res["bigram"],
-                f"smoothed bigram (add-α, α = {alpha:.3g} chosen on valid)": res["bigram_valid"],
-            },
-            "sizes": {s: hi - lo for s, (lo, hi) in bounds.items()},
-        }
-    if task_name in CLASSIFICATION:
-        labels = {s: task.splits[s][1] for s in SPLITS}
-        major, acc = majority_accuracy(labels)
-        return {
-            "metric": "acc",
-            "rows": {f"majority class (train's: {major})": acc},
-            "sizes": {s: int(y.numel()) for s, y in labels.items()},
-        }
-    if task_name == "ptb":
-        sp = task.splits
-        uas = {
-            s: right_neighbour_uas(sp[s]["heads"], sp[s]["offsets"], sp[s]["punct"]) for s in SPLITS
-        }
-        return {
-            "metric": "uas",
-            "rows": {"right neighbour (last word → root)": uas},
-            "sizes": {s: int(sp[s]["offsets"].numel() - 1) for s in SPLITS},
-        }
-    return {"missing": "no trivial baseline for this task"}
-
-
-def baselines(task_name: str, task_cfg: dict, data_dir: Optional[Path], cache_dir: Path) -> dict:
-    """The baselines of one task, from the cache when the data files and config are unchanged.
-    {"metric", "rows": {name: {split: value}}, "sizes"} or {"missing": why}."""
-    if task_name in NONE:
-        return {"missing": NONE[task_name]}
-    folder = Path(data_dir) / task_name if data_dir else None
-    if folder is None or not folder.is_dir():
-        return {
-            "missing": f"no data folder {folder}" if folder else "no data folder (set NORMLAB_DATA)"
-        }
-    # Keyed by the data config only: runs that differ in model or training share their baselines.
-    path = (
-        Path(cache_dir) / f"baselines-{task_name}-{_files_key(folder, task_cfg.get('data'))}.json"
-    )
-    if path.exists():
-        try:
-            return json.loads(path.read_text())
-        except ValueError:
-            path.unlink(missing_ok=True)  # a corrupt cache is recomputed, never trusted
-    try:
-        res = _compute(task_name, task_cfg, folder, Path(cache_dir))
-    except Exception as e:  # unreadable data: say so in the table, do not fail the report
-        return {"missing": f"data not readable ({type(e).__name__}: {e})"}
-    # Insertion order kept (no sort_keys): a cached result must print exactly like a fresh one.
-    atomic_write_bytes(path, json.dumps(res).encode())
-    return res
-
-
-def default_dirs(runs) -> tuple[Optional[Path], Path]:
-    """$NORMLAB_DATA, else the data folder the runs recorded (config.yaml paths.data_dir), so the
-    committed run copies find the data they were trained on; cache: $NORMLAB_CACHE or ./.cache/normlab."""
-    data = os.environ.get("NORMLAB_DATA")
-    if not data:
-        recorded = sorted(
-            {
-                str((r.config.get("paths") or {}).get("data_dir"))
-                for r in runs
-                if (r.config.get("paths") or {}).get("data_dir")
-            }
-        )
-        data = recorded[0] if recorded else None
-    cache = os.environ.get("NORMLAB_CACHE") or str(Path.cwd() / ".cache" / "normlab")
-    return (Path(data) if data else None), Path(cache)
+# (task name, the task config the runs recorded) -> {"metric", "rows", "sizes"} or {"missing": why}
+Provider = Callable[[str, dict], dict]
+NOT_COMPUTED = "not computed (normlab-report computes them from the data files)"
 
 
 def level(
@@ -245,18 +51,17 @@ def level(
 TOLERANCE = {"bpc": 0.05, "acc": 1.0, "uas": 1.0}
 
 
-def compute_all(grid, data_dir: Optional[Path], cache_dir: Path) -> dict[str, dict]:
+def compute_all(grid, provider: Optional[Provider]) -> dict[str, dict]:
     """column -> baselines, with the task config of the column's first run that has one."""
     out = {}
     for c in grid.columns:
         runs = grid.column_runs(c)
         cfg = next((r.config["task"] for r in runs if isinstance(r.config.get("task"), dict)), None)
         task = c.split("@")[0]
-        out[c] = (
-            baselines(task, cfg, data_dir, cache_dir)
-            if cfg is not None
-            else {"missing": "the runs carry no task config (config.yaml)"}
-        )
+        if cfg is None:
+            out[c] = {"missing": "the runs carry no task config (config.yaml)"}
+        else:
+            out[c] = provider(task, cfg) if provider else {"missing": NOT_COMPUTED}
     return out
 
 
@@ -293,11 +98,11 @@ def level_sentences(grid, base: dict[str, dict]) -> list[str]:
     return lines
 
 
-def baselines_table(grid, data_dir: Optional[Path], cache_dir: Path):
+def baselines_table(grid, provider: Optional[Provider]):
     from .aggregate import data_sentence
     from .tables import Table
 
-    base = compute_all(grid, data_dir, cache_dir)
+    base = compute_all(grid, provider)
     t = Table(
         "baselines",
         "Trivial baselines computed from the data",

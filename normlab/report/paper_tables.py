@@ -11,6 +11,7 @@ import os
 import statistics
 from typing import Optional
 
+from ..schema import default
 from . import published as P
 from .aggregate import NORM_LABELS, Grid, data_note, data_sentence, finite, fmt
 from .tables import Table
@@ -184,8 +185,12 @@ def data_table(grid: Grid) -> Table:
         "includes data loading and evaluation; throughput counts training units per second of "
         "training step time. Scale: " + ", ".join(sorted({r.scale for r in grid.runs})) + "."
     )
-    precisions = sorted({r.summary.get("precision", "fp32") for r in grid.runs if r.summary})
-    if precisions != ["fp32"] and precisions:  # fp32 is the default; say so only when it is not all
+    precisions = sorted(
+        {r.summary.get("precision", default("precision")) for r in grid.runs if r.summary}
+    )
+    if (
+        precisions != [default("precision")] and precisions
+    ):  # say so only when it is not the default
         t.caption += " Precision: " + ", ".join(precisions) + "."
     return t
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..rundir import atomic_write_bytes
+from ..files import atomic_write_bytes
 from ..study.roles import reported, selection_runs
 from .aggregate import Grid, data_sentence
-from .baselines import baselines_table, default_dirs
+from .baselines import Provider, baselines_table
 from .family import build, family_table, locate
 from .figures import FIGURES, figure
 from .findings import findings
@@ -33,12 +33,12 @@ def write_report(
     runs: list[Run],
     out: Path,
     figures: bool = True,
-    data_dir: Path | None = None,
-    cache_dir: Path | None = None,
     member: Path | None = None,
+    baselines: Provider | None = None,
 ) -> dict:
     """Write every output for ``runs`` into ``out``; returns {"tables": [...], "figures": [...], ...}.
-    ``data_dir``/``cache_dir`` (default: baselines.default_dirs) are read only for the baselines table.
+    ``baselines(task name, task config)`` gives a task's trivial baselines for the baselines table
+    (normlab.reporting computes them from the data); None: the table says they were not computed.
     ``member``: the results folder these runs are reported for (results/mini), which names the
     family of tests the findings are corrected over (family.py); None: the report's own tests."""
     out = Path(out)
@@ -66,8 +66,7 @@ def write_report(
     if fs and regime:
         extra[0].notes.insert(0, regime)
     extra.append(overfitting_table(grid))
-    dd, cd = default_dirs(runs)
-    base = baselines_table(grid, data_dir or dd, cache_dir or cd)
+    base = baselines_table(grid, baselines)
     extra.append(base)
     if has_probe(grid):
         extra.append(grad_table(grid))

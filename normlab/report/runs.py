@@ -16,7 +16,8 @@ from typing import Iterable, Optional
 import yaml
 
 from ..exitcodes import STOPPED
-from ..rundir import atomic_write_bytes, read_curves
+from ..files import atomic_write_bytes
+from ..rundir import read_curves
 from . import norm_cards
 
 FINAL = ("completed", "diverged")

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..rundir import atomic_write_bytes
+from ..files import atomic_write_bytes
 
 
 @dataclass

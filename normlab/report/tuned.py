@@ -19,7 +19,7 @@ import math
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..rundir import atomic_write_bytes
+from ..files import atomic_write_bytes
 from ..rundir import criterion as summary_criterion
 from ..study.roles import reported, selection_seeds
 from .aggregate import NORM_LABELS, Cell, Grid, data_sentence, fmt

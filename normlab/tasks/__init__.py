@@ -1,24 +1,12 @@
-"""TASKS: task key -> "module:Class". Adding a task: one module plus normlab/configs/task/<key>.yaml (and preset/<key>/<scale>.yaml)."""
+"""Tasks: each one module of this package (or of an installed package's ``normlab.tasks`` entry
+point) registered with ``register_task``, plus ``normlab/configs/task/<name>.yaml``."""
 
 from __future__ import annotations
 
-import importlib
+from .base import Task
+from .registry import TASKS, discover, get_task_class, register_task
 
-TASKS: dict[str, str] = {
-    "rt": "normlab.tasks.classification:RTTask",
-    "sst2": "normlab.tasks.classification:SST2Task",
-    "imdb": "normlab.tasks.classification:IMDBTask",
-    "synthetic_cls": "normlab.tasks.classification:SyntheticTask",
-    "iwslt14_de_en": "normlab.tasks.translation:IWSLT14DeEnTask",
-    "iwslt15_en_vi": "normlab.tasks.translation:IWSLT15EnViTask",
-    "enwik8": "normlab.tasks.lm:Enwik8Task",
-    "mnist": "normlab.tasks.mnist:MNISTTask",
-    "ptb": "normlab.tasks.parsing:PTBParsingTask",
-}
+__all__ = ["TASKS", "Task", "discover", "get_task_class", "register_task"]
 
-
-def get_task_class(name: str):
-    if name not in TASKS:
-        raise ValueError(f"unknown task {name!r}; valid tasks: {', '.join(sorted(TASKS))}")
-    module, cls = TASKS[name].split(":")
-    return getattr(importlib.import_module(module), cls)
+# Last, once every name above is bound: a task module imports them from this package.
+discover()

@@ -29,6 +29,8 @@ class Task(ABC):
     unit: str = "examples"  # what throughput counts: "examples" or "tokens"
     # The run's seed (set by the runner): data.train_limit_seed "run" draws the training subset with it.
     run_seed: Optional[int] = None
+    # Why the task has no trivial baseline, said without reading its data (None: it may have one).
+    no_trivial_baseline: Optional[str] = None
 
     def __init__(self, cfg: Any, data_dir: Path, cache_dir: Path):
         self.cfg = cfg  # the resolved ``task`` config section
@@ -94,6 +96,12 @@ class Task(ABC):
     def evaluate(self, model: nn.Module, split: str) -> dict[str, float]:
         """{"loss": ..., self.metric: ...} on ``split`` ("valid" or "test")."""
         ...
+
+    def trivial_baselines(self) -> dict:
+        """Scores a model-free predictor reaches on this task's data, the levels a trained model is
+        read against (call after setup): {"metric", "rows": {name: {split: value}}, "sizes":
+        {split: n}}, or {"missing": why} (the default). normlab.tasks.trivial has the math."""
+        return {"missing": self.no_trivial_baseline or f"no trivial baseline for task {self.name}"}
 
     def test(self, model: nn.Module, run_dir: Path) -> dict[str, float]:
         """Final evaluation of the selected checkpoint; tasks may write outputs to run_dir."""

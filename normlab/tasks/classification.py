@@ -15,7 +15,9 @@ from ..data.text import Ragged, Vocab, tokenize
 from ..errors import DataError
 from ..models.spec import spec
 from ..models.transformer import TransformerConfig
+from . import trivial
 from .base import Task, classification_eval
+from .registry import register_task
 
 TOKENIZER = (
     "lowercase; IMDB's <br /> tags become spaces; tokens are the matches of the regular expression "
@@ -96,6 +98,9 @@ class ClassificationTask(Task):
         if limit:  # what the cap chose from
             self.data_info["train_available"] = int(data["train_available"])
 
+    def trivial_baselines(self) -> dict:
+        return trivial.majority_baseline({s: y for s, (_, y) in self.splits.items()})
+
     def model_spec(self) -> dict:
         m = dict(self.cfg.model)
         max_positions = m.pop("max_positions", 1024)
@@ -150,6 +155,7 @@ class ClassificationTask(Task):
         )
 
 
+@register_task("rt")
 class RTTask(ClassificationTask):
     name, files = "rt", ("rt-polarity.pos", "rt-polarity.neg")
 
@@ -157,6 +163,7 @@ class RTTask(ClassificationTask):
         return readers.read_rt(self.data_dir, **(self.cfg.data.get("reader") or {}))
 
 
+@register_task("sst2")
 class SST2Task(ClassificationTask):
     name, files = "sst2", ("train.tsv", "dev.tsv")
 
@@ -164,6 +171,7 @@ class SST2Task(ClassificationTask):
         return readers.read_sst2(self.data_dir, **(self.cfg.data.get("reader") or {}))
 
 
+@register_task("imdb")
 class IMDBTask(ClassificationTask):
     name, files = "imdb", ("aclImdb.tar.gz", "aclImdb_v1.tar.gz", "aclImdb/README")
 
@@ -171,10 +179,12 @@ class IMDBTask(ClassificationTask):
         return readers.read_imdb(self.data_dir, **(self.cfg.data.get("reader") or {}))
 
 
+@register_task("synthetic_cls")
 class SyntheticTask(ClassificationTask):
     """GENERATED data for the out-of-the-box demo and fast tests; labeled so in every output."""
 
     name, files = "synthetic_cls", ()
+    no_trivial_baseline = "none (generated data)"
 
     def read(self):
         return readers.synthetic(**(self.cfg.data.get("reader") or {}))

@@ -27,11 +27,14 @@ from ..errors import ConfigError
 from ..models.spec import spec
 from ..models.transformer import TransformerConfig
 from ..progress import bar
+from . import trivial
 from .base import Task
+from .registry import register_task
 
 VOCAB = 256  # byte values
 
 
+@register_task("enwik8")
 class Enwik8Task(Task):
     name, metric, higher_is_better, unit = "enwik8", "bpc", False, "tokens"
 
@@ -93,6 +96,24 @@ class Enwik8Task(Task):
         }
         if train_cap:  # what the cap chose from
             self.data_info["train_available"] = available
+
+    def trivial_baselines(self) -> dict:
+        # fitted on the bytes the models train on (the first data.train_bytes when capped)
+        bounds = {
+            "train": (self.corpus.bounds["train"][0], self.train_end),
+            **{s: self.eval_bounds[s] for s in ("valid", "test")},
+        }
+        res = trivial.bits_per_byte(self.corpus.data, bounds)
+        alpha = res["bigram_valid"].pop("alpha")
+        return {
+            "metric": "bpc",
+            "rows": {
+                "unigram (add-one, fitted on train)": res["unigram"],
+                "bigram (add-one, fitted on train)": res["bigram"],
+                f"smoothed bigram (add-α, α = {alpha:.3g} chosen on valid)": res["bigram_valid"],
+            },
+            "sizes": {s: hi - lo for s, (lo, hi) in bounds.items()},
+        }
 
     def model_spec(self) -> dict:
         m = dict(self.cfg.model)

@@ -17,11 +17,14 @@ from ..data.cache import cached
 from ..data.subset import check_cap, seeded_subset
 from ..errors import ConfigError
 from ..models.spec import spec
+from . import trivial
 from .base import Task, classification_eval
+from .registry import register_task
 
 MEAN, STD = 0.1307, 0.3081
 
 
+@register_task("mnist")
 class MNISTTask(Task):
     name, metric, higher_is_better, unit = "mnist", "acc", True, "examples"
 
@@ -81,6 +84,9 @@ class MNISTTask(Task):
         }
         if limit:  # what the cap chose from
             self.data_info["train_available"] = n_train
+
+    def trivial_baselines(self) -> dict:
+        return trivial.majority_baseline({s: y for s, (_, y) in self.splits.items()})
 
     def model_spec(self) -> dict:
         m = self.cfg.model

@@ -29,11 +29,13 @@ from ..data.cache import cached
 from ..data.text import Ragged
 from ..data.transitions import N_LABEL_FEATS, N_WORD_FEATS, Configuration, oracle_examples
 from ..errors import ConfigError, DataError
+from ..files import atomic_write_bytes
 from ..models.parser import MLPParser
 from ..models.spec import spec
 from ..progress import bar
-from ..rundir import atomic_write_bytes
+from . import trivial
 from .base import Task
+from .registry import register_task
 
 SPLITS = ("train", "valid", "test")
 NULL, ROOT, UNK = 0, 1, 2  # special ids shared by the word and tag vocabularies
@@ -44,6 +46,7 @@ GET_DATA = (
 )
 
 
+@register_task("ptb")
 class PTBParsingTask(Task):
     name, metric, higher_is_better, unit = "ptb", "uas", True, "examples"
 
@@ -169,6 +172,19 @@ class PTBParsingTask(Task):
         return out
 
     # --- model and training ----------------------------------------------------------------------
+    def trivial_baselines(self) -> dict:
+        sp = self.splits
+        return {
+            "metric": "uas",
+            "rows": {
+                "right neighbour (last word → root)": {
+                    s: trivial.right_neighbour_uas(v["heads"], v["offsets"], v["punct"])
+                    for s, v in sp.items()
+                }
+            },
+            "sizes": {s: int(v["offsets"].numel() - 1) for s, v in sp.items()},
+        }
+
     def model_spec(self) -> dict:
         return spec(
             "MLPParser",

@@ -28,12 +28,13 @@ from ..data.bpe import remove_bpe
 from ..data.subset import check_cap
 from ..data.translation import EOS, load_corpus
 from ..errors import ConfigError, DataError
+from ..files import atomic_write_bytes
 from ..models.spec import spec
 from ..models.transformer import TransformerConfig
 from ..progress import bar
-from ..rundir import atomic_write_bytes
 from ..search import SearchConfig, decode
 from .base import Task
+from .registry import register_task
 
 MODEL_KEYS = (
     "share_all_embeddings",
@@ -66,6 +67,7 @@ def detok_bleu(hyps: list[str], refs: list[str], lowercase: bool = False):
 
 
 class TranslationTask(Task):
+    no_trivial_baseline = "none (BLEU of copying the source is near 0 across languages)"
     metric, higher_is_better, unit = "bleu", True, "tokens"
     how = ""  # how to prepare the data (named in every DataError)
 
@@ -289,9 +291,11 @@ IWSLT15_HOW = (
 )
 
 
+@register_task("iwslt14_de_en")
 class IWSLT14DeEnTask(TranslationTask):
     name, how = "iwslt14_de_en", IWSLT14_HOW
 
 
+@register_task("iwslt15_en_vi")
 class IWSLT15EnViTask(TranslationTask):
     name, how = "iwslt15_en_vi", IWSLT15_HOW

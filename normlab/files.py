@@ -1,0 +1,61 @@
+"""Files written atomically (temp file + rename, so a kill at any moment leaves either the old or
+the new version, never half of one) and read back safely (YAML with the safe loader only): the
+one place run directories, data caches, task outputs and reports write through."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.chmod(
+            tmp, 0o644
+        )  # mkstemp's 0600 would hide results from other users of a shared cluster
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def remove_empty_dirs(path: Path, stop: Path) -> None:
+    """Remove ``path`` and its parents up to (not including) ``stop`` while they are empty: the
+    folders Hydra made for a job refused on bad input."""
+    path, stop = Path(path).absolute(), Path(stop).absolute()
+    while path != stop and stop in path.parents:
+        try:
+            path.rmdir()  # only an empty folder
+        except OSError:
+            return
+        path = path.parent
+
+
+def write_json(path: Path, obj: Any) -> None:
+    atomic_write_bytes(
+        path, (json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n").encode()
+    )
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(Path(path).read_text())
+
+
+def write_yaml(path: Path, obj: Any) -> None:
+    atomic_write_bytes(path, yaml.safe_dump(obj, sort_keys=False).encode())
+
+
+def read_yaml(path: Path) -> Any:
+    return yaml.safe_load(Path(path).read_text())

@@ -1,0 +1,185 @@
+"""``normlab-report RUN_DIRS... --out DIR``: the report of run directories, with the trivial
+baselines of their tasks computed from the data files.
+
+The report itself (``normlab.report``) reads run directories only; the baselines need each task's
+data pipeline, so they are computed here, by the task (``Task.trivial_baselines``, with the task
+config the runs recorded: the same subset, splits and evaluation caps), and cached as JSON under
+the cache folder, keyed by the data config and the sizes and mtimes of the data files. Without
+data the table says so instead of showing numbers. torch is imported only on a cache miss.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+from .commands import version_text
+from .files import atomic_write_bytes
+from .report import find_runs, write_report
+from .report.runs import Run
+
+CACHE_VERSION = 2
+
+
+def _files_key(folder: Path, data_cfg) -> str:
+    files = sorted(
+        (str(p.relative_to(folder)), p.stat().st_size, p.stat().st_mtime_ns)
+        for p in folder.rglob("*")
+        if p.is_file()
+    )
+    blob = json.dumps(
+        {"v": CACHE_VERSION, "files": files, "cfg": data_cfg}, sort_keys=True, default=str
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _compute(task_name: str, task_cfg: dict, folder: Path, cache_dir: Path) -> dict:
+    from omegaconf import OmegaConf
+
+    from .tasks import get_task_class
+
+    task = get_task_class(task_name)(OmegaConf.create(task_cfg), folder, cache_dir)
+    # With train_limit_seed=run each seed trains on its own subset; the baselines are fitted on
+    # seed 0's (they are the train majority class, bytes' and heads' statistics: the subset's draw
+    # moves them by far less than the seeds' spread).
+    task.run_seed = 0
+    task.setup()
+    return task.trivial_baselines()
+
+
+def _no_baseline(task_name: str) -> Optional[str]:
+    """A task's reason to have no baseline (its class attribute; importing the tasks imports torch)."""
+    from .tasks import TASKS
+
+    cls = TASKS.get(task_name)
+    return None if cls is None else cls.no_trivial_baseline
+
+
+def baselines(task_name: str, task_cfg: dict, data_dir: Optional[Path], cache_dir: Path) -> dict:
+    """The baselines of one task, from the cache when the data files and data config are unchanged.
+    {"metric", "rows": {name: {split: value}}, "sizes"} or {"missing": why}."""
+    folder = Path(data_dir) / task_name if data_dir else None
+    if folder is None or not folder.is_dir():
+        why = _no_baseline(task_name)
+        if why:
+            return {"missing": why}
+        return {
+            "missing": f"no data folder {folder}" if folder else "no data folder (set NORMLAB_DATA)"
+        }
+    # Keyed by the data config only: runs that differ in model or training share their baselines.
+    path = (
+        Path(cache_dir) / f"baselines-{task_name}-{_files_key(folder, task_cfg.get('data'))}.json"
+    )
+    if path.exists():
+        try:
+            return json.loads(path.read_text())
+        except ValueError:
+            path.unlink(missing_ok=True)  # a corrupt cache is recomputed, never trusted
+    try:
+        why = _no_baseline(task_name)
+        res = {"missing": why} if why else _compute(task_name, task_cfg, folder, Path(cache_dir))
+    except Exception as e:  # unreadable data: say so in the table, do not fail the report
+        return {"missing": f"data not readable ({type(e).__name__}: {e})"}
+    # Cached also when the task has none, so the next report of the same data needs no torch.
+    # Insertion order kept (no sort_keys): a cached result must print exactly like a fresh one.
+    atomic_write_bytes(path, json.dumps(res).encode())
+    return res
+
+
+def default_dirs(runs: list[Run]) -> tuple[Optional[Path], Path]:
+    """$NORMLAB_DATA, else the data folder the runs recorded (config.yaml paths.data_dir), so the
+    committed run copies find the data they were trained on; cache: $NORMLAB_CACHE or ./.cache/normlab."""
+    data = os.environ.get("NORMLAB_DATA")
+    if not data:
+        recorded = sorted(
+            {
+                str((r.config.get("paths") or {}).get("data_dir"))
+                for r in runs
+                if (r.config.get("paths") or {}).get("data_dir")
+            }
+        )
+        data = recorded[0] if recorded else None
+    cache = os.environ.get("NORMLAB_CACHE") or str(Path.cwd() / ".cache" / "normlab")
+    return (Path(data) if data else None), Path(cache)
+
+
+def report(
+    runs: list[Run],
+    out: Path,
+    figures: bool = True,
+    member: Optional[Path] = None,
+    data_dir: Optional[Path] = None,
+    cache_dir: Optional[Path] = None,
+) -> dict:
+    """``normlab.report.write_report`` with the baselines computed from ``data_dir``/``cache_dir``
+    (default: default_dirs)."""
+    dd, cd = default_dirs(runs)
+    data_dir, cache_dir = data_dir or dd, cache_dir or cd
+    return write_report(
+        runs,
+        out,
+        figures=figures,
+        member=member,
+        baselines=lambda task, cfg: baselines(task, cfg, data_dir, cache_dir),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="normlab-report",
+        description="Read run directories (config.yaml, summary.json, curves.jsonl) and write task x norm "
+        "tables (Markdown, CSV, LaTeX), the paper's tables, findings and figures (PNG, PDF).",
+    )
+    p.add_argument(
+        "run_dirs",
+        nargs="+",
+        type=Path,
+        help="run directories, or folders searched recursively for them (e.g. runs/mini/xu2019)",
+    )
+    p.add_argument("--version", action="version", version=version_text())
+    p.add_argument("--out", type=Path, required=True, help="output folder (created)")
+    p.add_argument("--no-figures", action="store_true", help="tables only (faster)")
+    args = p.parse_args(argv)
+    try:
+        runs = find_runs(args.run_dirs)
+    except FileNotFoundError as e:
+        print(f"normlab-report: error: {e}", file=sys.stderr)
+        return 2
+    if not runs:
+        print(
+            f"normlab-report: error: no run directories (config.yaml or summary.json) under "
+            f"{', '.join(map(str, args.run_dirs))}",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        print(
+            f"normlab-report: error: --out {args.out}: cannot create it ({e.strerror}); choose a folder you can "
+            "write",
+            file=sys.stderr,
+        )
+        return 2
+    # the committed layout (results/<folder>/runs) names the study whose family the findings join
+    member = (
+        args.run_dirs[0].parent
+        if len(args.run_dirs) == 1 and args.run_dirs[0].name == "runs"
+        else None
+    )
+    written = report(runs, args.out, figures=not args.no_figures, member=member)
+    print(written["main"].markdown())
+    print(
+        f"[normlab-report] {len(runs)} runs -> {args.out}: {len(written['tables'])} table files, "
+        f"{len(written['figures'])} figure files, index {written['index']}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
