@@ -345,9 +345,9 @@ def test_per_seed_subsets_are_one_data_note_naming_the_seeds():
 
     def run(seed):
         subset = f"SUBSET: training on a seeded random 4,000 (task.data.train_limit=4000, train_limit_seed={seed})"
-        return Run(
-            Path("."), {}, {"data": {"source": "real", "subset": subset, "sizes": {"train": 4000}}}
-        )
+        # each seed's subset builds its own vocabulary: a size the note does not print
+        data = {"source": "real", "subset": subset, "sizes": {"train": 4000}, "vocab": 6600 + seed}
+        return Run(Path("."), {}, {"data": data})
 
     note = data_note([run(3), run(2), run(3)])
     assert note.count("SUBSET") == 1 and "train_limit_seed=the run's seed: 2, 3)" in note

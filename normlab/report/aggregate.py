@@ -182,6 +182,7 @@ class Grid:
 
 
 LIMIT_SEED = re.compile(r"train_limit_seed=(\d+)")
+NOTE_KEYS = ("source", "sizes", "train_pairs_over_max_len", "train_pairs_read")
 
 
 def data_note(runs: list[Run]) -> str:
@@ -190,9 +191,11 @@ def data_note(runs: list[Run]) -> str:
     limit_seeds: dict[str, set] = {}
     for r in runs:
         if r.data:
+            # keyed by what the note prints: a vocabulary built from each seed's own subset
+            # differs by seed and must not split one note into one per seed
             key = json.dumps(
                 {
-                    **r.data,
+                    **{k: r.data.get(k) for k in NOTE_KEYS},
                     "subset": LIMIT_SEED.sub("train_limit_seed={}", r.data.get("subset") or ""),
                 },
                 sort_keys=True,
