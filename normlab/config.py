@@ -16,11 +16,11 @@ from typing import Callable, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from . import accel
 from .config_keys import CONFIGS, DESCRIPTIVE_KEYS, RUNTIME_KEYS
 from .errors import ConfigError
 from .norms import norm_factory
-from .schedule import SCHEDULES
+from .run import accel
+from .run.schedule import SCHEDULES
 from .schema import JobConfig, TrainConfig, default
 
 __all__ = [

@@ -53,7 +53,7 @@ def expand(items: list[str]) -> list[Path]:
 def recorded(run_dir: Path, split: str, step: int) -> dict:
     """What the run recorded for these weights: {} when it recorded nothing for them."""
     from .files import read_json
-    from .rundir import read_curves
+    from .run.rundir import read_curves
 
     if split == "valid":
         recs = [
@@ -94,7 +94,7 @@ def evaluate_run(run_dir: Path, args, overrides) -> list[dict]:
     import torch
 
     from .files import remove_empty_dirs
-    from .restore import changes_numbers, restore
+    from .run.restore import changes_numbers, restore
 
     r = restore(run_dir, args.checkpoint, overrides)
     reference = not changes_numbers(overrides, r.recorded)
@@ -240,8 +240,8 @@ def main(argv: list[str] | None = None) -> int:
         items.append(f"task.eval.beam={args.beam}")
     if args.lenpen is not None:
         items.append(f"task.eval.lenpen={args.lenpen}")
-    from .progress import enable_bars
-    from .restore import parse_overrides
+    from .run.progress import enable_bars
+    from .run.restore import parse_overrides
 
     enable_bars(sys.stderr.isatty())
     try:

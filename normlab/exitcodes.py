@@ -17,7 +17,7 @@ LOCKED = 4
 CHECKPOINT = 5
 PREEMPTED = 75  # EX_TEMPFAIL, what schedulers treat as "requeue"
 INTERRUPTED = 130  # 128 + SIGINT, the shell's code for a job stopped by Ctrl-C
-# a run's status after a stop signal (normlab.stopsignals.status_of) and the code it exits with
+# a run's status after a stop signal (normlab.run.stopsignals.status_of) and the code it exits with
 STOPPED = {"preempted": PREEMPTED, "interrupted": INTERRUPTED}
 
 TABLE = (

@@ -102,7 +102,7 @@ def export_run(run_dir: Path, out: Path, which: str = "best", program: bool = Tr
 
     from . import __version__
     from .files import read_json
-    from .restore import restore
+    from .run.restore import restore
 
     if out.exists() and any(out.iterdir()):
         raise ConfigError(

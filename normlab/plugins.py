@@ -39,3 +39,25 @@ def load_entry_points(group: str, kind: str, register: Callable[[str, object], N
 
 def qualname(obj) -> str:
     return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', repr(obj))}"
+
+
+def discover(
+    package: ModuleType,
+    registry: dict,
+    register: Callable,
+    group: str,
+    kind: str,
+    skip: tuple[str, ...] = (),
+) -> list[str]:
+    """Import ``package``'s modules and the ``group`` entry points into ``registry``; an entry point
+    naming an object is added by ``register(name)(object)`` unless the name is taken. Returns the
+    names it added."""
+    before = set(registry)
+    import_modules(package, skip)
+
+    def add(name, obj):
+        if name not in registry:
+            register(name)(obj)
+
+    load_entry_points(group, kind, add)
+    return sorted(set(registry) - before)

@@ -3,8 +3,8 @@
 The exit status of one job is in normlab.exitcodes (also printed by ``--help``): 0 completed or
 diverged (a result, not an error), 1 the config cannot be composed, 2 bad input, 3 a crash, 4 a
 locked run directory, 5 unreadable checkpoints, 75 preempted, 130 interrupted (Ctrl-C).
-``--multirun``: the number of failed jobs (normlab.callbacks). The job's return value is its
-objective (normlab.runner.objective), so a Hydra sweeper that optimises (e.g. Optuna's) can use
+``--multirun``: the number of failed jobs (normlab.run.callbacks). The job's return value is its
+objective (normlab.run.runner.objective), so a Hydra sweeper that optimises (e.g. Optuna's) can use
 it; it also carries the job's status for the sweep summary.
 Under torchrun, a job that crashed ends the whole process group (its peers could be blocked in a
 collective), so a distributed sweep stops at the first crash; bad input still fails just that job.
@@ -26,14 +26,14 @@ from . import (
     exitcodes,
     setting,  # noqa: F401  (registers ${normlab.setting:} for hydra.run.dir)
 )
-from .callbacks import Outcome, record_failure
 from .commands import version_text
 from .config import CONFIGS
 from .errors import CheckpointError
 from .files import remove_empty_dirs
 from .hints import explain_unknown_keys
-from .runlock import RunLocked
-from .runner import USER_ERRORS, objective, run
+from .run.callbacks import Outcome, record_failure
+from .run.runlock import RunLocked
+from .run.runner import USER_ERRORS, objective, run
 
 
 def _rank() -> int:

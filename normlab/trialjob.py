@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Optional
 
 from . import exitcodes
-from .runlock import lock_holder
-from .stopsignals import job_process_setup, status_of
+from .run.runlock import lock_holder
+from .run.stopsignals import job_process_setup, status_of
 
 
 class TrialJob:

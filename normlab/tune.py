@@ -6,7 +6,7 @@ Optuna (>= 4) is driven directly: Hydra's Optuna sweeper pins optuna < 3, whose 
 needs SQLAlchemy < 2. A trial is the same job a sweep runs (its own run directory, named by its
 setting, e.g. ``runs/mini/tune_lr/rt/adanorm/lr=0.00141/seed1``), so finished trials are never
 trained twice. The job's objective is its selected checkpoint's validation metric in the task's
-direction (normlab.runner.objective); a failed or diverged job is a FAIL trial.
+direction (normlab.run.runner.objective); a failed or diverged job is a FAIL trial.
 The study lives in ``<sweep dir>/optuna.journal`` (one file, safe to copy) and remembers the fixed
 overrides it was started with: the same name with other fixed settings is refused, naming the keys.
 A trial's job runs in its own process group and gets SIGTERM when the search dies, even by SIGKILL,
@@ -34,8 +34,8 @@ from . import exitcodes
 from .commands import version_text
 from .config import CONFIGS, same_experiment
 from .errors import ConfigError
-from .runlock import RunLock, RunLocked
-from .stopsignals import status_of
+from .run.runlock import RunLock, RunLocked
+from .run.stopsignals import status_of
 from .trialjob import TrialJob
 
 SEARCHES = CONFIGS / "hparams_search"
@@ -172,7 +172,7 @@ def finished(study) -> int:
 def trial_value(run_dir: Optional[str]) -> tuple[Optional[str], Optional[float]]:
     """(status, objective) from a trial's own summary.json: what its job recorded, also when the
     trial itself was marked failed (a job that finished after its search died)."""
-    from .runner import objective
+    from .run.runner import objective
 
     path = Path(run_dir) / "summary.json" if run_dir else None
     if path is None or not path.exists():

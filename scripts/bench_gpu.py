@@ -32,11 +32,11 @@ from omegaconf import OmegaConf
 sys.path.insert(0, str(Path(__file__).parent))
 from benchkit import machine, machine_block, markdown_table, median, write  # noqa: E402
 
-from normlab import accel  # noqa: E402
 from normlab.config import CONFIGS, load_job, train_config  # noqa: E402
 from normlab.norms import NORMS as NORM_REGISTRY  # noqa: E402
 from normlab.norms import build_norm, norm_factory  # noqa: E402
-from normlab.trainer import Trainer  # noqa: E402
+from normlab.run import accel  # noqa: E402
+from normlab.run.trainer import Trainer  # noqa: E402
 
 NORMS = [n for n in NORM_REGISTRY if n not in ("none", "batchnorm")]
 FULL_SPLIT_FILL = (

@@ -70,8 +70,8 @@ class Setup:
     def __init__(self, job, task, cache: Path, impl: str):
         from normlab.config import train_config
         from normlab.norms import norm_factory
-        from normlab.schedule import lr_lambda
-        from normlab.trainer import Trainer
+        from normlab.run.schedule import lr_lambda
+        from normlab.run.trainer import Trainer
 
         self.t = train_config(OmegaConf.to_container(job.task.train, resolve=True))
         self.t_plain = dataclasses.replace(self.t, probe_every=0)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from normlab import pin
+from normlab.study import pin
 
 
 def load_average() -> str:

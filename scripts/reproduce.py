@@ -45,15 +45,18 @@ from typing import Optional
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from normlab import pin  # noqa: E402
 from normlab.files import atomic_write_bytes, write_json  # noqa: E402
 from normlab.integrations.wandb_results import log_results, wandb_options  # noqa: E402
 from normlab.report import find_runs  # noqa: E402
 from normlab.report import record as provenance  # noqa: E402
 from normlab.report.paper_tables import TABLES  # noqa: E402
 from normlab.reporting import report  # noqa: E402
+from normlab.study import (
+    pin,  # noqa: E402
+    roles,
+    staging,
+)
 from normlab.study import plan as planning  # noqa: E402
-from normlab.study import roles, staging
 from normlab.study.executor import Executor  # noqa: E402
 from normlab.study.grid import FixedGrid  # noqa: E402
 from normlab.study.studies import FIXED_STUDIES  # noqa: E402

@@ -33,13 +33,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from normlab import pin  # noqa: E402
 from normlab.files import atomic_write_bytes, write_json  # noqa: E402
 from normlab.report import find_runs  # noqa: E402
 from normlab.report import record as provenance  # noqa: E402
 from normlab.report.tuned import EXTEND, TUNED_NORMS, recorded_extend, write_tuned_report  # noqa: E402
+from normlab.study import (
+    pin,  # noqa: E402
+    roles,
+    staging,
+)
 from normlab.study import plan as planning  # noqa: E402
-from normlab.study import roles, staging
 from normlab.study.executor import Executor  # noqa: E402
 from normlab.study.tuned_grid import Grid  # noqa: E402
 from normlab.tune import load_search  # noqa: E402

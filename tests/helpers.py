@@ -32,7 +32,7 @@ def run_job(
     overrides: list[str], tmp_path: Path, data_dir: Path | None = None, run_dir: Path | None = None
 ):
     """Run one job in-process; returns (summary, run_dir)."""
-    from normlab.runner import run
+    from normlab.run.runner import run
 
     cfg = compose_cfg(overrides, tmp_path, data_dir)
     run_dir = run_dir or tmp_path / "runs" / "job"

@@ -11,8 +11,8 @@ from torch import nn
 from normlab.config import TrainConfig
 from normlab.norms import NORMS as NORM_REGISTRY
 from normlab.norms import build_norm, native
+from normlab.run.trainer import Diverged, Preempted, Trainer
 from normlab.tasks.base import Task
-from normlab.trainer import Diverged, Preempted, Trainer
 
 G = torch.Generator().manual_seed(0)
 X, Y = torch.randn(256, 12, generator=G) * 2 + 1, torch.randint(0, 3, (256,), generator=G)
@@ -236,7 +236,7 @@ def test_iwslt14_paper_preset_is_the_recipes_4096_tokens_times_update_freq_2(tmp
 
 
 def test_prefetch_hands_out_each_batch_in_order_and_starts_the_next_copy(monkeypatch):
-    from normlab import accel
+    from normlab.run import accel
 
     copies = []
     monkeypatch.setattr(accel, "pin", lambda b: b)

@@ -96,7 +96,7 @@ def test_enwik8_baselines_against_the_file(data_dir, tmp_path):
 
     full = _cfg(
         "enwik8", tmp_path, "task.data.train_bytes=0"
-    )  # all train bytes, as the pre-issue-13 results/mini ran
+    )  # all train bytes (no train-bytes cap)
     res = baselines("enwik8", full, data_dir, tmp_path / "cache")
     uni = res["rows"]["unigram (add-one, fitted on train)"]
     assert (

@@ -13,9 +13,9 @@ import pytest
 import torch
 
 from helpers import REPO, TEST_CACHE, run_cli, run_job
-from normlab.distributed import launcher_env, shard
 from normlab.files import read_json
-from normlab.rundir import read_curves
+from normlab.run.distributed import launcher_env, shard
+from normlab.run.rundir import read_curves
 
 # dropout 0: one process and two draw different dropout masks for the same example.
 ARGS = [

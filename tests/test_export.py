@@ -12,12 +12,12 @@ import torch
 from conftest import REPO, SMOKE_RUNS
 
 from normlab.export import main
-from normlab.restore import restore
+from normlab.run.restore import restore
 
 # Run in a fresh interpreter: importing any of these modules fails, so the export cannot lean on them.
 LOADER = r"""
 import importlib.abc, json, sys
-BLOCKED = ("normlab.trainer", "normlab.tasks", "normlab.data", "normlab.runner", "normlab.restore")
+BLOCKED = ("normlab.run.trainer", "normlab.tasks", "normlab.data", "normlab.run.runner", "normlab.run.restore")
 
 class Block(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):

@@ -16,7 +16,7 @@ from helpers import TEST_CACHE, compose_cfg, run_cli
 from normlab import setting
 from normlab.config import load_job
 from normlab.files import read_json
-from normlab.runlock import RunLock, RunLocked
+from normlab.run.runlock import RunLock, RunLocked
 
 ROOT = ("runs", "smoke", "default", "synthetic_cls")
 BASE = ["task=synthetic_cls", "scale=smoke", "threads=1"]
@@ -238,7 +238,7 @@ def test_a_killed_search_leaves_no_job_and_its_rerun_adopts_the_stopped_trial(tm
     table = (sweep / "trials-synthetic_cls-layernorm-lr.md").read_text()
     assert "stale (stopped; re-queued)" in table and table.count("| complete |") == 3
     # the best is read from the runs' own summaries
-    from normlab.runner import objective
+    from normlab.run.runner import objective
 
     top = max(objective(s) for s in summaries.values())
     number, value = re.search(r"Best: trial (\d+), objective ([\d.]+)", table).groups()
@@ -324,7 +324,7 @@ def test_a_search_with_other_fixed_settings_is_refused_naming_the_keys(tmp_path)
 
 
 def test_the_objective_of_a_task_that_selects_on_the_loss_is_its_validation_loss():
-    from normlab.runner import objective
+    from normlab.run.runner import objective
 
     # IWSLT/PTB: BLEU/UAS is not computed on validation; the checkpoint was chosen on the loss
     iwslt = {

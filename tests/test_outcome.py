@@ -2,7 +2,7 @@
 
 import json
 
-from normlab.outcome import end_line
+from normlab.run.outcome import end_line
 
 
 def run_dir_with(tmp_path, valid):

@@ -1,4 +1,4 @@
-"""A grid pinned to one commit (normlab.pin): trained from a clean worktree, never mixed with runs
+"""A grid pinned to one commit (normlab.study.pin): trained from a clean worktree, never mixed with runs
 of other code, continued from committed copies on a fresh machine."""
 
 import json
@@ -150,7 +150,7 @@ def test_copies_from_uncommitted_code_are_not_continued_as_a_commit(tmp_path, da
 def test_jobs_run_in_the_worktree_read_the_callers_data_folder(tmp_path, monkeypatch):
     """A job's cwd is the worktree, where the config's default ``<cwd>/data`` does not exist: the
     caller's default is handed on, and an explicit NORMLAB_DATA is left as it is."""
-    from normlab import pin
+    from normlab.study import pin
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("NORMLAB_DATA", raising=False)

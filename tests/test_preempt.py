@@ -12,7 +12,7 @@ import torch
 
 from helpers import REPO, TEST_CACHE, run_cli, run_job, run_path
 from normlab.files import read_json
-from normlab.rundir import read_curves
+from normlab.run.rundir import read_curves
 
 # 4 batches per epoch, 2 micro-batches per step: steps cross epochs; dropout makes RNG matter
 ARGS = [

@@ -14,7 +14,7 @@ import torch
 from helpers import REPO, TEST_CACHE, run_cli, run_job
 from normlab.errors import CheckpointError
 from normlab.files import read_json
-from normlab.rundir import Checkpoints, Curves, read_curves
+from normlab.run.rundir import Checkpoints, Curves, read_curves
 
 # 4 batches per epoch: 16 steps cross 3 epoch boundaries; dropout 0.1 makes the RNG state matter.
 ARGS = [
@@ -245,7 +245,7 @@ def test_checkpoint_with_a_pickled_object_is_refused(tmp_path):
 
 def test_config_yaml_with_python_tags_is_refused(tmp_path):
     from normlab.config import ConfigError
-    from normlab.runner import check_run_dir
+    from normlab.run.runner import check_run_dir
 
     marker = tmp_path / "pwned"
     (tmp_path / "config.yaml").write_text(

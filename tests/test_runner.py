@@ -10,7 +10,7 @@ from helpers import run_cli, run_job
 from normlab.config import ConfigError
 from normlab.files import read_json, read_yaml
 from normlab.norms import NORMS
-from normlab.rundir import read_curves
+from normlab.run.rundir import read_curves
 
 RT = ["task=rt", "scale=smoke", "threads=1"]
 

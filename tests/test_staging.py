@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from normlab import pin
-from normlab.study import roles, staging
+from normlab.study import pin, roles, staging
 
 RECORD = roles.declared()["record_commit"]
 STUDY = "f" * 40

@@ -316,15 +316,16 @@ def test_prenorm_is_a_study_of_its_own(clone, data_dir, tmp_path):
     assert (
         "45 runs of this study: 0 done, 45 to train" in out.stdout
     )  # a new study: the evaluation seeds 2-6
-    # without --commit it continues the grid results/mini-enwik8-prenorm reports: seeds 2-3 of 273b6b8 count
+    # without --commit it continues the grid results/mini-enwik8-prenorm reports: the committed
+    # study, complete at its commit, has nothing left to train
     found = subprocess.run(
         plan, cwd=clone, env=environ(clone, data_dir), capture_output=True, text=True, timeout=120
     )
     assert (
         found.returncode == 0
-        and "at commit 273b6b8e9e9b" in found.stdout
-        and "18 done, 27 to train" in found.stdout
-    )
+        and "at commit f1046b7783ba" in found.stdout
+        and "45 done, 0 to train" in found.stdout
+    ), found.stdout
     assert "enwik8/adanorm/seed6" in out.stdout and "one-thread job hours left" in out.stdout
 
 

@@ -9,7 +9,7 @@ import sys
 
 from helpers import TEST_CACHE, run_cli
 from normlab.files import read_json
-from normlab.rundir import read_curves
+from normlab.run.rundir import read_curves
 
 SWEEP = [
     "hydra.mode=MULTIRUN",
@@ -37,7 +37,7 @@ def test_sweep_survives_crash_divergence_and_bad_input(tmp_path, monkeypatch):
     s = read_json(crashed / "summary.json")
     assert s["status"] == "failed" and s["error"].startswith("InjectedFault: NORMLAB_FAULT")
     tb = (crashed / "traceback.txt").read_text()
-    assert tb.startswith("Traceback") and "normlab/trainer.py" in tb and "InjectedFault" in tb
+    assert tb.startswith("Traceback") and "normlab/run/trainer.py" in tb and "InjectedFault" in tb
 
     diverged = root / "dyt" / "seed1"
     s = read_json(diverged / "summary.json")

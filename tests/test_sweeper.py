@@ -133,7 +133,7 @@ def test_sweep_returns_one_entry_per_grid_point_and_launches_no_empty_batch(tmp_
     # looked up now: Hydra's plugin scan (run by other tests in this process) re-executes the plugin
     # and the basic sweeper's modules, and a class from before the scan no longer matches its base
     sweeper = plugin.NormlabSweeper(max_batch_size=2)
-    callbacks = {"summary": {"_target_": "normlab.callbacks.SweepSummary"}} if counted else {}
+    callbacks = {"summary": {"_target_": "normlab.run.callbacks.SweepSummary"}} if counted else {}
     sweeper.config = OmegaConf.create(
         {"hydra": {"sweep": {"dir": str(tmp_path)}, "callbacks": callbacks}}
     )
@@ -145,7 +145,7 @@ def test_sweep_returns_one_entry_per_grid_point_and_launches_no_empty_batch(tmp_
             sweeper.sweep(args)
         assert sweeper.launcher.calls == [([["a=1"]], 0), ([["a=3"]], 3), ([["a=4"]], 4)]
         return
-    from normlab.callbacks import INVALID_POINTS
+    from normlab.run.callbacks import INVALID_POINTS
 
     INVALID_POINTS.clear()
     returns = sweeper.sweep(args)

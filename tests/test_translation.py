@@ -18,10 +18,10 @@ from normlab.config import ConfigError
 from normlab.data.bpe import JointBPE, learn_cached, remove_bpe
 from normlab.data.translation import choose_splits, parse_stem, read_lines, read_parallel
 from normlab.errors import DataError
+from normlab.models.search import SearchConfig, beam_search, greedy
 from normlab.models.seq2seq import TransformerSeq2Seq
 from normlab.models.transformer import TransformerConfig
 from normlab.norms import NORMS, norm_factory
-from normlab.search import SearchConfig, beam_search, greedy
 from normlab.tasks.translation import TranslationTask, tokenized_bleu
 
 COMPONENTS = {

@@ -7,7 +7,7 @@ from wandb_records import offline_run
 from helpers import run_job
 from normlab.config import ConfigError
 from normlab.loggers.wandb_logger import WandbLogger
-from normlab.rundir import read_curves
+from normlab.run.rundir import read_curves
 
 wandb = pytest.importorskip("wandb")
 

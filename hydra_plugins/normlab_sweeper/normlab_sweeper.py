@@ -9,7 +9,7 @@ with a bad point is launched as the runs of composable points around it. ``sweep
 the basic sweeper does, one list per batch with one ``JobReturn`` per grid point: a point that was
 not composed is a FAILED return holding its composition error.
 
-How the sweep ends: in normlab's own app, ``normlab.callbacks.SweepSummary`` counts the points not
+How the sweep ends: in normlab's own app, ``normlab.run.callbacks.SweepSummary`` counts the points not
 composed among the failed jobs and exits with that count. In any other app the sweeper raises the
 first composition error once the other points have run, so Hydra reports it and exits 1, as with
 the basic sweeper. This module imports neither torch nor normlab's training code: normlab's key
@@ -27,7 +27,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import OmegaConf
 
-SUMMARY = "normlab.callbacks.SweepSummary"
+SUMMARY = "normlab.run.callbacks.SweepSummary"
 
 
 @dataclass
@@ -103,8 +103,8 @@ class NormlabSweeper(BasicSweeper):
             cause = str(e.__cause__).splitlines()[0] if e.__cause__ else ""
             message = " ".join(f"{e} {cause}".split()).split(" Config search path:")[0]
             if self._summary_counts_them():  # normlab's own app: add its key hints, count the point
-                from normlab.callbacks import INVALID_POINTS
                 from normlab.hints import explain_unknown_keys
+                from normlab.run.callbacks import INVALID_POINTS
 
                 message += "".join(f"\n  {h}" for h in explain_unknown_keys(list(overrides)))
                 INVALID_POINTS.append((point, message))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Optional
 
-from ..rundir import Curves
+from ..run.rundir import Curves
 
 
 class LocalLogger:

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from .. import plugins
 from ..errors import ConfigError
-from ..plugins import import_modules, load_entry_points, qualname
+from ..plugins import qualname
 
 LOGGERS: dict[str, Callable[[LoggerRun], Any]] = {}
 ENTRY_POINTS = "normlab.loggers"
@@ -77,12 +78,6 @@ def discover() -> list[str]:
     one is named on stderr and skipped). Returns the names it added."""
     from .. import loggers
 
-    before = set(LOGGERS)
-    import_modules(loggers, skip=("base", "registry"))
-
-    def add(name, obj):
-        if name not in LOGGERS:
-            register_logger(name)(obj)
-
-    load_entry_points(ENTRY_POINTS, "logger", add)
-    return sorted(set(LOGGERS) - before)
+    return plugins.discover(
+        loggers, LOGGERS, register_logger, ENTRY_POINTS, "logger", skip=("base", "registry")
+    )

@@ -7,7 +7,7 @@ built by the norm factory; the official AdaNorm code swapped only the two final 
 
 Incremental decoding (``start``/``step``/``reorder``) runs the same layer modules one target
 position at a time with cached keys and values; it equals the full forward up to float rounding
-(tested), and is what greedy and beam search (``normlab.search``) call.
+(tested), and is what greedy and beam search (``normlab.models.search``) call.
 """
 
 from __future__ import annotations

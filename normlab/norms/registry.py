@@ -21,7 +21,8 @@ from typing import Callable
 
 from torch import nn
 
-from ..plugins import import_modules, load_entry_points, qualname
+from .. import plugins
+from ..plugins import qualname
 from . import layers as L
 
 NORMS: dict[str, Callable[..., nn.Module]] = {}
@@ -96,15 +97,7 @@ def discover() -> list[str]:
     it added."""
     from . import variants
 
-    before = set(NORMS)
-    import_modules(variants)
-
-    def add(name, obj):
-        if name not in NORMS:
-            register_norm(name)(obj)
-
-    load_entry_points(ENTRY_POINTS, "norm", add)
-    return sorted(set(NORMS) - before)
+    return plugins.discover(variants, NORMS, register_norm, ENTRY_POINTS, "norm")
 
 
 NORM_TYPES = (L.Norm, nn.LayerNorm, nn.RMSNorm)

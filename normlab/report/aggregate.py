@@ -195,7 +195,7 @@ def data_note(runs: list[Run]) -> str:
             # differs by seed and must not split one note into one per seed
             key = json.dumps(
                 {
-                    **{k: r.data.get(k) for k in NOTE_KEYS},
+                    **{k: r.data[k] for k in NOTE_KEYS if k in r.data},
                     "subset": LIMIT_SEED.sub("train_limit_seed={}", r.data.get("subset") or ""),
                 },
                 sort_keys=True,

@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable, Optional
 
-from .. import pin
+from ..study import pin
 from .runs import Run
 
 

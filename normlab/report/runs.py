@@ -17,7 +17,7 @@ import yaml
 
 from ..exitcodes import STOPPED
 from ..files import atomic_write_bytes
-from ..rundir import read_curves
+from ..run.rundir import read_curves
 from . import norm_cards
 
 FINAL = ("completed", "diverged")

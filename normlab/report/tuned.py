@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ..files import atomic_write_bytes
-from ..rundir import criterion as summary_criterion
+from ..run.rundir import criterion as summary_criterion
 from ..study.roles import reported, selection_seeds
 from .aggregate import NORM_LABELS, Cell, Grid, data_sentence, fmt
 from .claims import margins_sentence

@@ -11,7 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ..rundir import criterion  # noqa: E402
+from ..run.rundir import criterion  # noqa: E402
 from .aggregate import NORM_LABELS, data_sentence  # noqa: E402
 from .style import norm_style  # noqa: E402
 

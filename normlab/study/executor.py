@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from .. import exitcodes
-from ..progress import eta_line
 from ..report.runs import FINAL
-from ..runlock import lock_holder
-from ..stopsignals import job_process_setup
+from ..run.progress import eta_line
+from ..run.runlock import lock_holder
+from ..run.stopsignals import job_process_setup
 
 EXIT_LOCKED = exitcodes.LOCKED
 STOPPED_EXITS = (*exitcodes.STOPPED.values(), -signal.SIGTERM)  # a checkpoint was written
@@ -217,7 +217,7 @@ def _terminate(p: subprocess.Popen) -> None:
 
 
 def _valid(summary: dict) -> str:
-    from ..rundir import criterion
+    from ..run.rundir import criterion
 
     name, value, _ = criterion(summary)
     return f"{name} {value:.4g}" if value is not None else ""

@@ -2,7 +2,7 @@
 
 A job is one normlab-train run: task, norm, lr (None = the preset) and seed. Its run directory is
 ``<root>/<scale>/<name>/<task>/<norm>/[lr=<v>/]seed<k>`` under the run root of the study's commit
-(normlab.pin), its copy ``<copies>/<task>/<norm>/[lr=<v>/]seed<k>``. A job is finished when a final
+(normlab.study.pin), its copy ``<copies>/<task>/<norm>/[lr=<v>/]seed<k>``. A job is finished when a final
 summary (completed or diverged) of the study's commit is found in its copy, its run directory, the
 results folder's committed copies or a sibling study's (the tuned grid shares the fixed grid's
 preset-lr runs). A selection run of the record (normlab.study.roles) counts for a selection job
@@ -18,8 +18,8 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import NamedTuple, Optional, Sequence
 
-from .. import pin
 from ..report.runs import FINAL, export_if_changed, load_run
+from . import pin
 from .executor import prune_checkpoints
 from .roles import SELECTION, role_of
 

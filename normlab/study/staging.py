@@ -14,8 +14,8 @@ import shutil
 from pathlib import Path
 from typing import Optional
 
-from .. import pin
 from ..report.runs import find_runs
+from . import pin
 from .roles import SELECTION, role_of
 
 STAGING = "staging"

@@ -11,7 +11,8 @@ with ``normlab/configs/task/mytask.yaml`` (``name: mytask``) beside it; presets 
 
 from __future__ import annotations
 
-from ..plugins import import_modules, load_entry_points, qualname
+from .. import plugins
+from ..plugins import qualname
 
 TASKS: dict[str, type] = {}
 ENTRY_POINTS = "normlab.tasks"
@@ -54,12 +55,6 @@ def discover() -> list[str]:
     one is named on stderr and skipped). Returns the names it added."""
     from .. import tasks
 
-    before = set(TASKS)
-    import_modules(tasks, skip=("base", "registry"))
-
-    def add(name, obj):
-        if name not in TASKS:
-            register_task(name)(obj)
-
-    load_entry_points(ENTRY_POINTS, "task", add)
-    return sorted(set(TASKS) - before)
+    return plugins.discover(
+        tasks, TASKS, register_task, ENTRY_POINTS, "task", skip=("base", "registry")
+    )

@@ -29,10 +29,10 @@ from ..data.subset import check_cap
 from ..data.translation import EOS, load_corpus
 from ..errors import ConfigError, DataError
 from ..files import atomic_write_bytes
+from ..models.search import SearchConfig, decode
 from ..models.spec import spec
 from ..models.transformer import TransformerConfig
-from ..progress import bar
-from ..search import SearchConfig, decode
+from ..run.progress import bar
 from .base import Task
 from .registry import register_task
 

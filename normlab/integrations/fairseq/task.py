@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
-from normlab.norms import convert_norms
-
+from ...norms import convert_norms
 from . import parse_norm_options
 
 

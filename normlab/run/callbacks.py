@@ -13,7 +13,7 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from .files import read_json, write_json
+from ..files import read_json, write_json
 
 
 class Outcome(float):
@@ -33,7 +33,7 @@ class WritableRoot(Callback):
     cannot make with a traceback: check ``paths.root`` first."""
 
     def _check(self, config: DictConfig) -> None:
-        from . import exitcodes
+        from .. import exitcodes
 
         root = Path(str(config.paths.root))
         try:

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from .norms import param_groups
+from ..norms import param_groups
 
 SCHEDULES = ("constant", "inverse_sqrt", "linear", "cosine")
 

@@ -13,8 +13,8 @@ import warnings
 from pathlib import Path
 from typing import Optional
 
-from .errors import CheckpointError
-from .files import atomic_write_bytes
+from ..errors import CheckpointError
+from ..files import atomic_write_bytes
 
 
 def read_curves(path: Path) -> list[dict]:

@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 class PinError(RuntimeError):

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .exitcodes import (
-    STOPPED,  # the statuses of a stopped run: a checkpoint was written, the command resumes
-)
+from ..exitcodes import STOPPED
 from .rundir import criterion, read_curves
 
 

@@ -21,20 +21,22 @@ import torch
 import yaml
 from omegaconf import DictConfig
 
-from . import __version__, accel, distributed, pin, setting
-from .config import Job, load_job, same_experiment
+from .. import __version__, setting
+from ..config import Job, load_job, same_experiment
+from ..errors import ConfigError, DataError
+from ..files import atomic_write_bytes, read_json, read_yaml, write_json, write_yaml
+from ..loggers import make_loggers
+from ..norms import native
+from ..schema import default
+from ..study import pin
+from ..tasks import get_task_class
+from . import accel, distributed
 from .consolelog import ConsoleLog
-from .errors import ConfigError, DataError
-from .files import atomic_write_bytes, read_json, read_yaml, write_json, write_yaml
-from .loggers import make_loggers
-from .norms import native
 from .outcome import STOPPED, end_line
 from .progress import enable_bars
 from .rundir import Checkpoints, Curves, criterion, read_curves
 from .runlock import RunLock
-from .schema import default
 from .stopsignals import status_of
-from .tasks import get_task_class
 from .trainer import Diverged, Preempted, Trainer
 
 USER_ERRORS = (ConfigError, DataError)
@@ -136,7 +138,7 @@ def prepare(
         raise ConfigError(f"task.name: {e} (normlab/configs/task/<name>.yaml)") from None
     enable_bars(
         bool(job.progress) and ctx.main
-    )  # evaluation, decoding and BPE bars (normlab/progress.py)
+    )  # evaluation, decoding and BPE bars (normlab/run/progress.py)
     done = distributed.on_main(ctx, lambda: check_run_dir(run_dir, job.config), USER_ERRORS)
     if done is not None:
         return job, None, done

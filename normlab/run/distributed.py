@@ -94,7 +94,7 @@ def launcher_env(env: dict) -> dict:
 
 def check_device(name) -> None:
     """ConfigError unless ``device=name`` names a device this machine has (before anything runs)."""
-    from .errors import ConfigError
+    from ..errors import ConfigError
 
     if name in ("auto", "cpu"):
         return

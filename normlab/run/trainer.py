@@ -26,16 +26,16 @@ from typing import Optional
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
+from ..norms import GradProbe, native
+from ..schema import default
+from ..tasks.base import Task, to_device
 from . import accel, distributed
 from .checkpointing import CheckpointMixin
 from .faults import InjectedFault, parse_faults  # noqa: F401  (InjectedFault: re-exported)
-from .norms import GradProbe, native
 from .progress import training_bar
 from .rundir import Checkpoints
 from .schedule import build_optimizer, build_scheduler
-from .schema import default
 from .stopsignals import StopSignals, status_of
-from .tasks.base import Task, to_device
 
 
 class Diverged(RuntimeError):

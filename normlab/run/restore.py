@@ -14,9 +14,9 @@ import torch
 import yaml
 from omegaconf import OmegaConf
 
-from .config import Job, load_job
-from .errors import CheckpointError, ConfigError
-from .files import read_yaml
+from ..config import Job, load_job
+from ..errors import CheckpointError, ConfigError
+from ..files import read_yaml
 from .rundir import Checkpoints
 
 # Keys that change how a run is evaluated, never what was trained. The first group changes no
@@ -175,8 +175,8 @@ def restore(
     device: Optional[str] = None,
 ) -> Restored:
     """The run's task (data set up) and model (eval mode, on its device) with the checkpoint's weights."""
+    from ..tasks import get_task_class
     from . import distributed, runner
-    from .tasks import get_task_class
 
     run_dir = Path(run_dir)
     recorded = read_config(run_dir)
