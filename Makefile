@@ -15,7 +15,7 @@ SEED ?= 1
 # normlab's one default data folder, as in normlab/configs/paths/default.yaml: ./data
 export NORMLAB_DATA ?= $(abspath data)
 
-.PHONY: help install demo example test test-slow test-hydra lint format train sweep reproduce-table reproduce-tuned reproduce-prenorm grid-start grid-status grid-stop gpu-wheels bench clean fairseq-env test-fairseq compare-fairseq
+.PHONY: help install demo example test test-slow test-hydra lint docs format train sweep reproduce-table reproduce-tuned reproduce-prenorm grid-start grid-status grid-stop gpu-wheels bench clean fairseq-env test-fairseq compare-fairseq
 
 help:  ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -29,7 +29,7 @@ install:  ## create .venv and install normlab with pinned dependencies
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -c constraints.txt -e ".[dev,wandb,tensorboard,dashboard,launchers,tune]"
+	$(PY) -m pip install -q -c constraints.txt -e ".[dev,docs,wandb,tensorboard,dashboard,launchers,tune]"
 	@# build the C++ CPU norm kernels now (~20 s, once) rather than in the first run
 	$(PY) -c "from normlab.norms import native; print('native norm kernels:', native.describe())"
 
@@ -53,6 +53,9 @@ LINTED := normlab tests scripts hydra_plugins
 lint: $(PY)  ## ruff: the rules written down in pyproject.toml, and the formatting (make format applies it)
 	$(VENV)/bin/ruff check $(LINTED)
 	$(VENV)/bin/ruff format --check $(LINTED)
+
+docs: $(PY)  ## the documentation site (mkdocs-material; API reference from the docstrings) into .cache/site, warnings as errors
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 format: $(PY)  ## format the tree with ruff and apply its safe fixes
 	$(VENV)/bin/ruff format $(LINTED)
