@@ -39,7 +39,7 @@ demo: $(PY)  ## train 3 norms on generated data (no download), print a table, wr
 example: $(PY)  ## install examples/normlab-example (a norm of one's own package) and train it on rt and mnist
 	$(PY) -m pip install -q --no-deps -e examples/normlab-example
 	$(PY) -m normlab.train -m task=rt,mnist norm=lpnorm scale=smoke progress=false
-	$(PY) -m normlab.reporting --no-figures --out runs/example-report runs/smoke/default
+	$(PY) -m normlab.make_report --no-figures --out runs/example-report runs/smoke/default
 	@grep "LpNorm" runs/example-report/summary.md
 
 test: $(PY)  ## run the test suite (real data from NORMLAB_DATA, default ./data)

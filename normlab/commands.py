@@ -34,7 +34,7 @@ COMMANDS = (
     ),
     (
         "normlab-report",
-        "normlab.reporting:main",
+        "normlab.make_report:main",
         "tables, findings and figures from run directories",
     ),
     (

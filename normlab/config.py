@@ -210,7 +210,7 @@ def load_job(cfg: DictConfig, overrides: Optional[list[str]] = None) -> Job:
             f"threads={threads!r}: must be an integer >= 1, or 0 for torch's default "
             "(normlab/configs/train.yaml or the command line)"
         )
-    if config.get("resume", "auto") not in ("auto", "restart"):
+    if config.get("resume", default("resume")) not in ("auto", "restart"):
         raise ConfigError(
             f"resume={config.get('resume')!r}: must be auto (go on from the newest readable checkpoint) "
             "or restart (an unfinished run starts over from step 0)"

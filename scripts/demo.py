@@ -42,7 +42,7 @@ def main() -> int:
     report = [
         sys.executable,
         "-m",
-        "normlab.reporting",
+        "normlab.make_report",
         str(ROOT / "mini" / "demo"),
         "--out",
         str(ROOT / "report"),

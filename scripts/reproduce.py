@@ -47,10 +47,10 @@ sys.path.insert(0, str(REPO))
 
 from normlab.files import atomic_write_bytes, write_json  # noqa: E402
 from normlab.integrations.wandb_results import log_results, wandb_options  # noqa: E402
+from normlab.make_report import report  # noqa: E402
 from normlab.report import find_runs  # noqa: E402
 from normlab.report import record as provenance  # noqa: E402
 from normlab.report.paper_tables import TABLES  # noqa: E402
-from normlab.reporting import report  # noqa: E402
 from normlab.study import (
     pin,  # noqa: E402
     roles,

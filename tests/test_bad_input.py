@@ -426,7 +426,7 @@ def test_report_to_a_folder_it_cannot_make_is_one_line(tmp_path):
         [
             sys.executable,
             "-m",
-            "normlab.reporting",
+            "normlab.make_report",
             str(tmp_path),
             "--out",
             "/proc/normlab-report",

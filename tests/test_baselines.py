@@ -1,5 +1,5 @@
 """The trivial baselines (normlab.tasks.trivial's math, each task's trivial_baselines, cached by
-normlab.reporting) against hand computations and against counts read straight from the real data
+normlab.make_report) against hand computations and against counts read straight from the real data
 files (independently of the task pipelines)."""
 
 import csv
@@ -11,9 +11,9 @@ import torch
 import yaml
 from test_report import make_run
 
+from normlab.make_report import baselines, report
 from normlab.report import find_runs
 from normlab.report.baselines import level
-from normlab.reporting import baselines, report
 from normlab.tasks.trivial import bits_per_byte, majority_accuracy, right_neighbour_uas
 
 
@@ -151,7 +151,7 @@ def test_report_says_when_data_is_absent(tmp_path, monkeypatch):
 
 def test_cached_baselines_print_like_fresh_ones(tmp_path, monkeypatch):
     # A JSON round trip must not reorder the rows (the committed tables are compared byte for byte).
-    import normlab.reporting as B
+    import normlab.make_report as B
 
     fake = {
         "metric": "bpc",
@@ -168,3 +168,12 @@ def test_cached_baselines_print_like_fresh_ones(tmp_path, monkeypatch):
     assert (
         len(list((tmp_path / "c").glob("*.json"))) == 1
     )  # the model config is not part of the key
+
+
+def test_a_task_not_installed_here_is_said_and_not_cached(tmp_path):
+    # runs of a plugin's task reported where the plugin is absent: the row says so, and nothing is
+    # cached, so installing the plugin later computes the baseline
+    (tmp_path / "data" / "plugintask").mkdir(parents=True)
+    res = baselines("plugintask", {"data": {}}, tmp_path / "data", tmp_path / "c")
+    assert res == {"missing": "task plugintask is not installed here (no registered task)"}
+    assert not (tmp_path / "c").exists() or not list((tmp_path / "c").glob("*.json"))

@@ -25,7 +25,7 @@ def test_the_listed_commands_are_the_installed_entry_points():
         "normlab.tune",
         "normlab.evaluate",
         "normlab.export",
-        "normlab.reporting",
+        "normlab.make_report",
         "normlab.integrations.wandb_dashboard",
     ],
 )

@@ -64,7 +64,15 @@ def _train_and_report(tmp_path, env, norm, tasks, label):
         assert f"label: {label}" in (run / "config.yaml").read_text()
     out = tmp_path / "report"
     _run(
-        [sys.executable, "-m", "normlab.reporting", "--no-figures", "--out", str(out), str(sweep)],
+        [
+            sys.executable,
+            "-m",
+            "normlab.make_report",
+            "--no-figures",
+            "--out",
+            str(out),
+            str(sweep),
+        ],
         tmp_path,
         env,
     )

@@ -122,7 +122,7 @@ def _train_log_and_report(tmp_path: Path, env: dict) -> None:
     assert json.loads(closed) == {"closed": 0, "status": "completed"}
     out = tmp_path / "report"
     _run(
-        [sys.executable, "-m", "normlab.reporting", "--no-figures", "--out", str(out), str(run)],
+        [sys.executable, "-m", "normlab.make_report", "--no-figures", "--out", str(out), str(run)],
         tmp_path,
         env,
     )

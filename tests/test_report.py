@@ -13,13 +13,13 @@ import sys
 import pytest
 import yaml
 
+from normlab.make_report import main as cli_main
 from normlab.report import find_runs, write_report
 from normlab.report import published as P
 from normlab.report.aggregate import Grid
 from normlab.report.paper_tables import TABLES, norm_table
 from normlab.report.runs import export
 from normlab.report.tables import latex_escape
-from normlab.reporting import main as cli_main
 
 RT_NOTE = "RT has no official split: seeded 80/10/10 split (split_seed=0)"
 
@@ -306,7 +306,7 @@ def test_published_metrics_cover_every_published_task():
 
 def test_report_cli_starts_without_torch():
     # reading run directories needs no torch; importing it cost normlab-report about a second
-    code = "import sys, normlab.reporting; assert 'torch' not in sys.modules, 'torch imported'"
+    code = "import sys, normlab.make_report; assert 'torch' not in sys.modules, 'torch imported'"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
 

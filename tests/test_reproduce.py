@@ -190,7 +190,7 @@ def test_smoke_reproduction_writes_every_output_and_shows_divergence(tmp_path, d
         [
             sys.executable,
             "-m",
-            "normlab.reporting",
+            "normlab.make_report",
             str(res / "runs"),
             "--out",
             str(tmp_path / "again"),
@@ -315,7 +315,7 @@ def test_committed_tables_are_recreated_from_committed_runs(res, tmp_path):
             [
                 sys.executable,
                 "-m",
-                "normlab.reporting",
+                "normlab.make_report",
                 str(res / "runs"),
                 "--out",
                 str(tmp_path),

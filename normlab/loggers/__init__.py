@@ -5,11 +5,13 @@ same records, switched on by its flag in its own ``normlab/configs/logger/<name>
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Optional
 
+from .. import plugins
 from .base import LocalLogger, MultiLogger, check_setting
-from .registry import LOGGERS, LoggerRun, check_flags, discover, register_logger
+from .registry import ENTRY_POINTS, LOGGERS, LoggerRun, check_flags, register_logger
 
 __all__ = [
     "LOGGERS",
@@ -50,6 +52,20 @@ def make_loggers(
         extra=extra,
     )
     return MultiLogger(LocalLogger(curves), *(LOGGERS[name](run) for name in on))
+
+
+def discover() -> list[str]:
+    """Import the modules of this package and the ``normlab.loggers`` entry points (a module that
+    registers its backends, or a builder registered under the entry point's name; a broken one is
+    named on stderr and skipped). Returns the names it added."""
+    return plugins.discover(
+        sys.modules[__name__],
+        LOGGERS,
+        register_logger,
+        ENTRY_POINTS,
+        "logger",
+        skip=("base", "registry"),
+    )
 
 
 # Last, once every name above is bound: a backend module imports them from this package.

@@ -8,7 +8,8 @@ it is written, by the name of its flag::
 with ``normlab/configs/logger/mylogger.yaml`` saying ``mylogger: true`` (and its options): that
 file is the flag's one place, and Hydra selects several backends at once
 (``'logger=[wandb,mylogger]'``). Backends are found in every module of the ``normlab.loggers``
-package and in the ``normlab.loggers`` entry points of installed packages (``discover``).
+package and in the ``normlab.loggers`` entry points of installed packages
+(``normlab.loggers.discover``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from .. import plugins
 from ..errors import ConfigError
 from ..plugins import qualname
 
@@ -70,14 +70,3 @@ def check_flags(options: dict) -> list[str]:
         if value:
             on.append(name)
     return on
-
-
-def discover() -> list[str]:
-    """Import the modules of ``normlab.loggers`` and the ``normlab.loggers`` entry points (a module
-    that registers its backends, or a builder registered under the entry point's name; a broken
-    one is named on stderr and skipped). Returns the names it added."""
-    from .. import loggers
-
-    return plugins.discover(
-        loggers, LOGGERS, register_logger, ENTRY_POINTS, "logger", skip=("base", "registry")
-    )

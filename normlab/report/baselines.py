@@ -3,7 +3,7 @@ predictors (unigram and bigram bits per byte, the majority class, the right-neig
 that "at the unigram level" is a number, not a guess.
 
 The baselines themselves come from each task (``Task.trivial_baselines``, computed from the data
-by normlab.reporting, which passes them in as a provider); this module only places the runs among
+by normlab.make_report, which passes them in as a provider); this module only places the runs among
 them.
 """
 

@@ -185,12 +185,9 @@ def data_table(grid: Grid) -> Table:
         "includes data loading and evaluation; throughput counts training units per second of "
         "training step time. Scale: " + ", ".join(sorted({r.scale for r in grid.runs})) + "."
     )
-    precisions = sorted(
-        {r.summary.get("precision", default("precision")) for r in grid.runs if r.summary}
-    )
-    if (
-        precisions != [default("precision")] and precisions
-    ):  # say so only when it is not the default
+    fp = default("precision")
+    precisions = sorted({r.summary.get("precision", fp) for r in grid.runs if r.summary})
+    if precisions and precisions != [fp]:  # say so only when it is not the default
         t.caption += " Precision: " + ", ".join(precisions) + "."
     return t
 

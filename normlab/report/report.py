@@ -38,7 +38,7 @@ def write_report(
 ) -> dict:
     """Write every output for ``runs`` into ``out``; returns {"tables": [...], "figures": [...], ...}.
     ``baselines(task name, task config)`` gives a task's trivial baselines for the baselines table
-    (normlab.reporting computes them from the data); None: the table says they were not computed.
+    (normlab.make_report computes them from the data); None: the table says they were not computed.
     ``member``: the results folder these runs are reported for (results/mini), which names the
     family of tests the findings are corrected over (family.py); None: the report's own tests."""
     out = Path(out)

@@ -17,6 +17,7 @@ from omegaconf import OmegaConf
 from ..config import Job, load_job
 from ..errors import CheckpointError, ConfigError
 from ..files import read_yaml
+from ..schema import default
 from .rundir import Checkpoints
 
 # Keys that change how a run is evaluated, never what was trained. The first group changes no
@@ -184,7 +185,7 @@ def restore(
     job = load_job(OmegaConf.create(config))
     path = checkpoint_file(run_dir, which)
     state, step = load_weights(path)
-    dev = distributed.pick_device(device or job.get("device", "auto"))
+    dev = distributed.pick_device(device or job.get("device", default("device")))
     task = get_task_class(job.task.name)(
         job.cfg.task, Path(job.paths.data_dir) / job.task.name, Path(job.paths.cache_dir)
     )

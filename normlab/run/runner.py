@@ -231,7 +231,7 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = None) -
     """
     start = time.time()
     run_dir = Path(run_dir)
-    ctx = distributed.init(cfg.get("device", "auto"))
+    ctx = distributed.init(cfg.get("device", default("device")))
     # One process trains a run directory at a time: a second one (another sweep, a re-submitted
     # SLURM job) stops here with RunLocked before reading or writing anything in it.
     with (
@@ -254,7 +254,7 @@ def _run_locked(cfg, run_dir: Path, overrides, ctx, start: float, console: Conso
         run_dir.mkdir(parents=True, exist_ok=True)
         console.open()  # before resume: its warnings (a checkpoint it skipped) belong in the log
         if (
-            job.get("resume", "auto") == "restart"
+            job.get("resume", default("resume")) == "restart"
             and (aside := trainer.ckpt.set_aside()) is not None
         ):
             print(

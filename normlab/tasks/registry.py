@@ -6,12 +6,11 @@
 with ``normlab/configs/task/mytask.yaml`` (``name: mytask``) beside it; presets per scale
 (``preset/mytask/<scale>.yaml``) are optional. Tasks are found in every module of the
 ``normlab.tasks`` package and in the ``normlab.tasks`` entry points of installed packages
-(``discover``), so a task of one's own package runs without editing normlab.
+(``normlab.tasks.discover``), so a task of one's own package runs without editing normlab.
 """
 
 from __future__ import annotations
 
-from .. import plugins
 from ..plugins import qualname
 
 TASKS: dict[str, type] = {}
@@ -47,14 +46,3 @@ def get_task_class(name: str) -> type:
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; valid tasks: {', '.join(sorted(TASKS))}")
     return TASKS[name]
-
-
-def discover() -> list[str]:
-    """Import the modules of ``normlab.tasks`` and the ``normlab.tasks`` entry points (a module
-    that registers its tasks, or a Task class registered under the entry point's name; a broken
-    one is named on stderr and skipped). Returns the names it added."""
-    from .. import tasks
-
-    return plugins.discover(
-        tasks, TASKS, register_task, ENTRY_POINTS, "task", skip=("base", "registry")
-    )

@@ -38,12 +38,10 @@ def _files_key(folder: Path, data_cfg) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _compute(task_name: str, task_cfg: dict, folder: Path, cache_dir: Path) -> dict:
+def _compute(cls, task_cfg: dict, folder: Path, cache_dir: Path) -> dict:
     from omegaconf import OmegaConf
 
-    from .tasks import get_task_class
-
-    task = get_task_class(task_name)(OmegaConf.create(task_cfg), folder, cache_dir)
+    task = cls(OmegaConf.create(task_cfg), folder, cache_dir)
     # With train_limit_seed=run each seed trains on its own subset; the baselines are fitted on
     # seed 0's (they are the train majority class, bytes' and heads' statistics: the subset's draw
     # moves them by far less than the seeds' spread).
@@ -52,12 +50,12 @@ def _compute(task_name: str, task_cfg: dict, folder: Path, cache_dir: Path) -> d
     return task.trivial_baselines()
 
 
-def _no_baseline(task_name: str) -> Optional[str]:
-    """A task's reason to have no baseline (its class attribute; importing the tasks imports torch)."""
+def _task_class(task_name: str):
+    """The registered task class, or None when it is not installed here (importing the tasks
+    imports torch, so this runs only when the cache cannot answer)."""
     from .tasks import TASKS
 
-    cls = TASKS.get(task_name)
-    return None if cls is None else cls.no_trivial_baseline
+    return TASKS.get(task_name)
 
 
 def baselines(task_name: str, task_cfg: dict, data_dir: Optional[Path], cache_dir: Path) -> dict:
@@ -65,9 +63,9 @@ def baselines(task_name: str, task_cfg: dict, data_dir: Optional[Path], cache_di
     {"metric", "rows": {name: {split: value}}, "sizes"} or {"missing": why}."""
     folder = Path(data_dir) / task_name if data_dir else None
     if folder is None or not folder.is_dir():
-        why = _no_baseline(task_name)
-        if why:
-            return {"missing": why}
+        cls = _task_class(task_name)
+        if cls is not None and cls.no_trivial_baseline:
+            return {"missing": cls.no_trivial_baseline}
         return {
             "missing": f"no data folder {folder}" if folder else "no data folder (set NORMLAB_DATA)"
         }
@@ -80,9 +78,15 @@ def baselines(task_name: str, task_cfg: dict, data_dir: Optional[Path], cache_di
             return json.loads(path.read_text())
         except ValueError:
             path.unlink(missing_ok=True)  # a corrupt cache is recomputed, never trusted
+    cls = _task_class(task_name)
+    if cls is None:  # not cached: installing the task later must compute it
+        return {"missing": f"task {task_name} is not installed here (no registered task)"}
     try:
-        why = _no_baseline(task_name)
-        res = {"missing": why} if why else _compute(task_name, task_cfg, folder, Path(cache_dir))
+        res = (
+            {"missing": cls.no_trivial_baseline}
+            if cls.no_trivial_baseline
+            else _compute(cls, task_cfg, folder, Path(cache_dir))
+        )
     except Exception as e:  # unreadable data: say so in the table, do not fail the report
         return {"missing": f"data not readable ({type(e).__name__}: {e})"}
     # Cached also when the task has none, so the next report of the same data needs no torch.
