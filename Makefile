@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# CPU-only machines: torch 2.13 (a bare `torch` may pull a multi-GB CUDA build; see README).
+# CPU-only machines: torch 2.13 (a bare `torch` may pull a multi-GB CUDA build; see docs/install.md).
 TORCH_SPEC ?= torch==2.13.*
 SCALE ?= mini
 TASKS ?= iwslt14_de_en,iwslt15_en_vi,enwik8,imdb,rt,sst2,mnist,ptb

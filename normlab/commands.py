@@ -66,6 +66,6 @@ def main() -> int:
     for name, _, what in COMMANDS:
         print(f"  {name:<{width}}  {what}")
     print(
-        "\nstart with: normlab-train task=rt norm=adanorm scale=mini   (README.md, docs/exit-codes.md)"
+        "\nstart with: normlab-train task=rt norm=adanorm scale=mini   (README.md, docs/running.md)"
     )
     return 0

@@ -52,7 +52,7 @@ if ! report "$res" "$snap/main"; then echo "the report failed; nothing committed
 done
 # Every study of the scale is corrected over one family of tests (normlab/configs/study/claims.yaml),
 # so the other studies' findings change with this folder's runs: their tables are re-written too
-# (from their own committed copies, which stay as they are), and the README's generated section.
+# (from their own committed copies, which stay as they are), and the generated results sections of the README and docs/results.md.
 scale=$name; scale=${scale%-tuned}; scale=${scale%-enwik8-prenorm}
 for other in "results/$scale" "results/$scale-tuned" "results/$scale-enwik8-prenorm"; do
   [[ $other == "$res" || ! -d $other/runs ]] && continue
@@ -62,6 +62,6 @@ for other in "results/$scale" "results/$scale-tuned" "results/$scale-enwik8-pren
   done
   rm -rf "$snap/other"
 done
-if [[ $scale == mini ]]; then "$py" scripts/readme_results.py > /dev/null && git add README.md; fi
+if [[ $scale == mini ]]; then "$py" scripts/readme_results.py > /dev/null && git add README.md docs/results.md; fi
 if git diff --cached --quiet; then echo "nothing new in $res"; exit 0; fi
 git commit -qm "$msg" && echo "committed $(git rev-parse --short HEAD): $res"

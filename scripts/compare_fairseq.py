@@ -12,7 +12,7 @@ Same recipe: model sizes, pre-norm, shared embeddings, dropouts, Adam betas/eps,
 inverse-sqrt warm-up, label smoothing, --max-tokens and N updates come from the one composed
 normlab config. Validation loss after N updates is compared in nats (fairseq prints log2).
 
-What stays different (measured here, see README "normlab's norms inside fairseq"): batch
+What stays different (measured here, see docs/fairseq.md): batch
 composition (fairseq sorts the whole corpus by length, normlab buckets random chunks), parameter
 init (fairseq: xavier-uniform linears, zero biases; normlab: PyTorch's defaults), the lr schedule's
 offset (fairseq's update k runs at the schedule's value for k-1, its first at --warmup-init-lr),

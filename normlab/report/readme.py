@@ -1,6 +1,7 @@
-"""The README's results section, generated from the committed tables so that no number in it can
-drift from them: ``scripts/readme_results.py`` writes it between the two markers below, and
-tests/test_readme_results.py fails when the README's copy differs from what the tables give.
+"""The results sections of the README (short) and of docs/results.md (whole), generated from the
+committed tables so that no number in them can drift: ``scripts/readme_results.py`` writes each
+between the two markers below, and tests/test_readme_results.py fails when a copy differs from
+what the tables give.
 
 Everything here is read from files under results/ (reproduce.json and the tables' CSV), never
 from runs: the committed-tables test already ties those tables to the run copies.
@@ -21,6 +22,13 @@ BEGIN, END = (
     "<!-- results:end -->",
 )
 FOLDERS = ("results/mini", "results/mini-tuned", "results/mini-enwik8-prenorm")
+STUDIES = (
+    ("fixed", "results/mini", "findings"),
+    ("tuned", "results/mini-tuned", "tuned_findings"),
+    ("prenorm", "results/mini-enwik8-prenorm", "findings"),
+)
+# each generated page and whether it gets the whole section or the README's short one
+PAGES = {"README.md": False, "docs/results.md": True}
 
 
 class _Row(dict):
@@ -77,11 +85,7 @@ def claims_table(root: Path) -> list[str]:
         f"{r['p (two-sided)']}, Holm {r['p Holm']})"
         for r in read_csv(root / "results/mini/sign_tests.csv")
     }
-    for study, folder, name in (
-        ("fixed", "results/mini", "findings"),
-        ("tuned", "results/mini-tuned", "tuned_findings"),
-        ("prenorm", "results/mini-enwik8-prenorm", "findings"),
-    ):
+    for study, folder, name in STUDIES:
         rows = [_Row(r) for r in read_csv(root / folder / f"{name}.csv")]
         for claim in CLAIMS:
             mine = [r for r in rows if r["claim"] == claim.text]
@@ -94,6 +98,24 @@ def claims_table(root: Path) -> list[str]:
                 f"| {folder} | {claim.text} | {'–'.join(ns) if len(ns) > 1 else ns[0]} | "
                 f"{outcome(mine, claim.strict)} | {sign} | {resolvable} of {len(mine)} |"
             )
+    return out
+
+
+def claim_lines(root: Path) -> list[str]:
+    """One line per claim: its verdict counts after Holm in each study that tests it."""
+    studies = [
+        (folder, [_Row(r) for r in read_csv(root / folder / f"{name}.csv")])
+        for _, folder, name in STUDIES
+    ]
+    out = []
+    for claim in CLAIMS:
+        parts = []
+        for folder, rows in studies:
+            mine = [r for r in rows if r["claim"] == claim.text]
+            if mine:
+                parts.append(f"`{folder}` {outcome(mine, claim.strict)}")
+        if parts:
+            out.append(f"- *{claim.text}*: " + "; ".join(parts) + ".")
     return out
 
 
@@ -144,7 +166,10 @@ def tuned_lines(root: Path) -> list[str]:
     return out
 
 
-def section(root: Path) -> str:
+def section(root: Path, full: bool = True) -> str:
+    """The generated block: for the README (``full=False``) where the numbers come from, the test
+    metric table and one line per claim; for docs/results.md also the claims table with its sign
+    tests and resolvable rows, the overfitting table, enwik8's trivial levels and the tuned lrs."""
     root = Path(root)
     summary = (root / "results/mini/summary.md").read_text().split("\n\n")
     table = next((part for part in summary if part.startswith("| ")), "")
@@ -160,6 +185,18 @@ def section(root: Path) -> str:
         "",
         table.strip(),
         "",
+    ]
+    if not full:
+        parts += [
+            "**The paper's claims** (tasks per verdict after Holm over one family of every study's tests; "
+            "'unresolved': the runs cannot tell):",
+            "",
+            *claim_lines(root),
+            "",
+            END,
+        ]
+        return "\n".join(parts)
+    parts += [
         "**The paper's claims** (verdict counts per claim, after Holm over one family of every study's tests; "
         "'unresolved' = inconclusive: the runs cannot tell; the per-task rows with p-values, CIs, margins and "
         "the minimum detectable effect are in each folder's findings table):",
@@ -197,9 +234,7 @@ def section(root: Path) -> str:
 
 def replace(readme: str, block: str) -> str:
     if BEGIN not in readme or END not in readme:
-        raise ValueError(
-            f"README.md has no generated results section (the markers {BEGIN!r} ... {END!r})"
-        )
+        raise ValueError(f"no generated results section (the markers {BEGIN!r} ... {END!r})")
     head, rest = readme.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
     return head + block + tail

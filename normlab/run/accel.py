@@ -35,7 +35,7 @@ def check(precision, compile, deterministic) -> None:
 def deterministic_for(value, device: torch.device) -> bool:
     """``auto``: deterministic on CPU (where it is free and buys bitwise resume), not on CUDA
     (deterministic kernels cost ~30% of a Transformer step on an H200 and still do not make CUDA
-    runs bitwise reproducible across resumes: see README "GPU")."""
+    runs bitwise reproducible across resumes: see docs/gpu.md)."""
     if value == "auto":
         return device.type != "cuda"
     return bool(value)

@@ -18,7 +18,7 @@ from conftest import REPO  # noqa: E402
 #   normlab 5.3622 5.3293 5.3707 5.3246 (sd 0.023)   fairseq 5.3338 5.3372 5.3726 5.3754 (sd 0.022)
 # The difference of two 2-seed means has sd sqrt(0.023^2 + 0.022^2) / sqrt(2) = 0.023; TOL is 3 sd.
 # What it catches: loss units (fairseq logs base 2: x1.44), a different vocabulary or data, one side not
-# learning. What it does not: normlab at half the lr lands only 0.036 nats higher (seeds 1,2; README).
+# learning. What it does not: normlab at half the lr lands only 0.036 nats higher (seeds 1,2; docs/fairseq.md).
 SEEDS, TOL = [1, 2], 0.07
 
 

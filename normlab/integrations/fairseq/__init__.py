@@ -8,7 +8,7 @@ before the optimizer exists and before a checkpoint is loaded::
     fairseq-train data-bin/iwslt14 --user-dir normlab/integrations/fairseq/normlab_norms \\
         --task normlab_translation --arch transformer_iwslt_de_en --norm adanorm --norm-options C=2,k=0.1
 
-fairseq lives in its own environment (``make fairseq-env``): see README "Dependencies". This
+fairseq lives in its own environment (``make fairseq-env``): see docs/install.md. This
 package imports fairseq only inside ``normlab_norms`` (what --user-dir loads), so importing
 normlab never needs it.
 """
