@@ -15,7 +15,7 @@ SEED ?= 1
 # normlab's one default data folder, as in normlab/configs/paths/default.yaml: ./data
 export NORMLAB_DATA ?= $(abspath data)
 
-.PHONY: help install demo example test test-slow test-hydra lint docs format train sweep reproduce-table reproduce-tuned reproduce-prenorm grid-start grid-status grid-stop gpu-wheels bench clean fairseq-env test-fairseq compare-fairseq
+.PHONY: help install demo example test test-slow test-docs test-hydra lint docs format train sweep reproduce-table reproduce-tuned reproduce-prenorm grid-start grid-status grid-stop gpu-wheels bench clean fairseq-env test-fairseq compare-fairseq
 
 help:  ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -34,7 +34,7 @@ install:  ## create .venv and install normlab with pinned dependencies
 	$(PY) -c "from normlab.norms import native; print('native norm kernels:', native.describe())"
 
 demo: $(PY)  ## train 3 norms on generated data (no download), print a table, write a loss-curve figure
-	$(PY) scripts/demo.py
+	$(PY) scripts/demo.py $(if $(DEMO_ROOT),--root $(DEMO_ROOT))
 
 example: $(PY)  ## install examples/normlab-example (a norm of one's own package) and train it on rt and mnist
 	$(PY) -m pip install -q --no-deps -e examples/normlab-example
@@ -61,6 +61,9 @@ format: $(PY)  ## format the tree with ruff and apply its safe fixes
 	$(VENV)/bin/ruff format $(LINTED)
 	$(VENV)/bin/ruff check --fix $(LINTED)
 
+test-docs: $(PY)  ## run every runnable command of the README and the guides at smoke scale (slow)
+	$(PY) -m pytest -q -m slow tests/test_docs_commands.py
+
 test-hydra: $(PY)  ## Hydra's own sweeper/launcher tests, against the basic sweeper and against normlab's
 	PYTHON=$(abspath $(PY)) scripts/test_hydra.sh
 
@@ -71,11 +74,12 @@ sweep: $(PY)  ## task x norm x seed grid: make sweep TASKS=rt NORMS=layernorm,la
 	$(VENV)/bin/normlab-train --multirun task=$(TASKS) norm=$(or $(NORMS),layernorm,layernorm_simple) seed=$(or $(SEEDS),1,2,3) scale=$(SCALE)
 
 # The studies (docs/studies.md). SEEDS: the evaluation seeds by default (normlab/configs/study/seeds.yaml);
-# BUDGET_MIN: start no job after that many minutes; COMMIT: train at that commit.
+# BUDGET_MIN: start no job after that many minutes; COMMIT: train at that commit; OVERRIDES: Hydra
+# overrides for every job of reproduce-table and reproduce-prenorm (e.g. OVERRIDES=logger=wandb).
 STUDY_ARGS = --scale $(SCALE) --jobs $(JOBS) $(if $(BUDGET_MIN),--budget-min $(BUDGET_MIN)) $(if $(COMMIT),--commit $(COMMIT))
 
-reproduce-table: $(PY)  ## the fixed-lr study, then its tables: make reproduce-table [SCALE=mini] [TASKS=...] [SEEDS=...] [BUDGET_MIN=60]
-	$(PY) scripts/reproduce.py $(STUDY_ARGS) --tasks $(TASKS) $(if $(SEEDS),--seeds $(SEEDS))
+reproduce-table: $(PY)  ## the fixed-lr study, then its tables: make reproduce-table [SCALE=mini] [TASKS=...] [SEEDS=...] [BUDGET_MIN=60] [OVERRIDES=...]
+	$(PY) scripts/reproduce.py $(STUDY_ARGS) --tasks $(TASKS) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(OVERRIDES),-- $(OVERRIDES))
 
 # Each norm at its own lr: seed 1 (the selection seed) at 5 lrs spanning 8x, the best on validation, then
 # the evaluation seeds at it; the selection already committed is read, not re-trained.
@@ -84,7 +88,7 @@ reproduce-tuned: $(PY)  ## each norm at its own lr: make reproduce-tuned [SCALE=
 	  $(if $(SEEDS),--evaluation-seeds $(SEEDS))
 
 reproduce-prenorm: $(PY)  ## enwik8 with pre-norm, all 9 norms: make reproduce-prenorm [SEEDS=...] [BUDGET_MIN=60]
-	$(PY) scripts/reproduce.py --study prenorm $(STUDY_ARGS) $(if $(SEEDS),--seeds $(SEEDS))
+	$(PY) scripts/reproduce.py --study prenorm $(STUDY_ARGS) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(OVERRIDES),-- $(OVERRIDES))
 
 grid-start: $(PY)  ## a detached slice: make grid-start STUDY=fixed|tuned|prenorm BUDGET_MIN=110 [COMMIT=sha]
 	@test -d "$(NORMLAB_DATA)" || { echo "no data folder at $(NORMLAB_DATA): set NORMLAB_DATA or link ./data" >&2; exit 2; }

@@ -4,11 +4,12 @@
 Trains three norm variants (none, layernorm, layernorm_simple) with two seeds on the GENERATED
 counting task (normlab/configs/task/synthetic_cls.yaml) through a Hydra multirun, then writes the report:
 a task x norm table (printed, and as Markdown/CSV/LaTeX) and loss-curve figures under
-runs/demo/report/. Re-running skips finished runs.
+runs/demo/report/ (``--root DIR``: under DIR instead). Re-running skips finished runs.
 """
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,10 @@ REPO = Path(__file__).resolve().parents[1]
 ROOT = REPO / "runs" / "demo"
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--root", type=Path, default=ROOT, help="where the runs and the report go")
+    root = p.parse_args(argv).root.resolve()
     train = [
         sys.executable,
         "-m",
@@ -28,7 +32,7 @@ def main() -> int:
         "seed=1,2",
         "scale=mini",
         "name=demo",
-        f"paths.root={ROOT}",
+        f"paths.root={root}",
         "progress=false",
         "threads=1",
         "hydra/launcher=joblib",
@@ -43,14 +47,14 @@ def main() -> int:
         sys.executable,
         "-m",
         "normlab.make_report",
-        str(ROOT / "mini" / "demo"),
+        str(root / "mini" / "demo"),
         "--out",
-        str(ROOT / "report"),
+        str(root / "report"),
     ]
     rc = subprocess.call(report, cwd=REPO)
     if rc == 0:
         print(
-            f"[demo] tables and figures: {ROOT / 'report'} (figures/curves.png: train/valid loss per norm)"
+            f"[demo] tables and figures: {root / 'report'} (figures/curves.png: train/valid loss per norm)"
         )
     return rc
 

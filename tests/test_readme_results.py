@@ -58,3 +58,18 @@ def test_a_number_changed_in_a_table_makes_the_readme_stale(tmp_path):
     rows[i] = rows[i].replace("%", "0%", 1)  # LayerNorm's valid-loss rise, ten times larger
     overfit.write_text("\n".join(rows) + "\n")
     assert check(tmp_path).returncode == 1
+
+
+@pytest.mark.skipif(not HAS_RESULTS, reason="no committed results/mini tables")
+def test_the_rows_the_statistics_guide_reads_are_the_committed_ones():
+    guide = (REPO / "docs" / "statistics.md").read_text().split("## Reading a verdict")[1]
+    rows = [r for r in guide.split("\n\n")[2].splitlines()[2:] if r.startswith("| ")]
+    findings = (REPO / "results" / "mini" / "findings.md").read_text().splitlines()
+    assert len(rows) == 3
+    for row in rows:
+        cells = [c.strip() for c in row.strip(" |").split("|")]
+        match = [f for f in findings if f": {cells[0]} | enwik8 |" in f]
+        assert len(match) == 1, cells[0]
+        table = [c.strip() for c in match[0].strip(" |").split("|")]
+        # ours, 90% CI, margin, MDE, p, p Holm; and the Holm verdict
+        assert cells[1:7] == table[6:12] and cells[7] == table[2], (cells, table)

@@ -2,12 +2,12 @@
 no key, a crash) it is switched off and training goes on with the same local curves."""
 
 import pytest
-from wandb_records import offline_run
 
 from helpers import run_job
 from normlab.config import ConfigError
 from normlab.loggers.wandb_logger import WandbLogger
 from normlab.run.rundir import read_curves
+from wandb_records import offline_run
 
 wandb = pytest.importorskip("wandb")
 
