@@ -15,7 +15,7 @@ SEED ?= 1
 # normlab's one default data folder, as in normlab/configs/paths/default.yaml: ./data
 export NORMLAB_DATA ?= $(abspath data)
 
-.PHONY: help install demo example test test-slow test-docs test-hydra lint docs format train sweep reproduce-table reproduce-tuned reproduce-prenorm grid-start grid-status grid-stop gpu-wheels bench clean fairseq-env test-fairseq compare-fairseq
+.PHONY: help install demo example test test-slow test-docs test-hydra lint docs format train sweep reproduce-table reproduce-tuned reproduce-prenorm grid-start grid-status grid-stop gpu-wheels bench clean fairseq-env test-fairseq bench-fairseq compare-fairseq
 
 help:  ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -137,6 +137,9 @@ test-fairseq: $(FAIRSEQ_PY)  ## the fairseq plugin's tests (tests/fairseq/), in 
 # normlab's trainer in .venv, fairseq-train in .venv-fairseq, on the same exported data and recipe
 RECIPE ?= mini
 CMP_SEEDS ?= 1,2
+bench-fairseq: $(PY) $(FAIRSEQ_PY)  ## normlab vs fairseq-train in updates/s and target tokens/s (mini and 6+6) -> results/bench/fairseq.md
+	$(PY) scripts/bench_fairseq.py --fairseq-python $(FAIRSEQ_PY) --out results/bench/fairseq.md
+
 compare-fairseq: $(PY) $(FAIRSEQ_PY)  ## normlab-train vs fairseq-train valid loss: make compare-fairseq [RECIPE=mini|tiny] [CMP_SEEDS=1,2]
 	OMP_NUM_THREADS=1 $(PY) scripts/compare_fairseq.py --recipe $(RECIPE) --seeds $(CMP_SEEDS) \
 		--fairseq-python $(FAIRSEQ_PY) --work runs/compare_fairseq/$(RECIPE) --json runs/compare_fairseq/$(RECIPE).json

@@ -228,7 +228,11 @@ def load_job(cfg: DictConfig, overrides: Optional[list[str]] = None) -> Job:
 # Keys added after runs were already on disk, with the value that does what the code did before
 # them: a run directory written without such a key is the same experiment when the job sets it to
 # that value, so upgrading normlab does not refuse to resume (or skip) older runs.
-ADDED_KEYS = {"precision": default("precision"), "task.train.update_freq": 1}
+ADDED_KEYS = {
+    "precision": default("precision"),
+    "task.train.update_freq": 1,
+    "task.data.batch_multiple": 1,
+}
 _MISSING = object()
 
 

@@ -180,13 +180,14 @@ def main(argv=None):
 
 def measure(args, tmp: Path, info: dict) -> str:
     from normlab.norms import native
+    from normlab.run.runner import set_determinism
     from normlab.tasks import get_task_class
 
     rows, extra_rows, notes = [], [], []
     task = None
     for norm in args.norms.split(","):
         job = compose(args.task, norm, args.scale, Path(args.data), tmp)
-        torch.use_deterministic_algorithms(bool(job.deterministic), warn_only=True)  # as the runner
+        set_determinism(job)  # as the runner
         if task is None:
             task = get_task_class(job.task.name)(
                 job.task, Path(job.paths.data_dir) / job.task.name, tmp
@@ -274,17 +275,34 @@ def extras(s: Setup, index, batches, n: int, job) -> list:
         )
     collate = median([timed(index.__getitem__, i) for i in range(min(len(index), 3 * n))])
     out.append(["collating one batch / a plain step", f"{100 * collate / median(t['plain']):.1f}%"])
-    det = {}
-    for flag in (True, False):
-        torch.use_deterministic_algorithms(flag, warn_only=True)
-        det[flag] = rounds({"bare": s.bare_step}, batches, n)["bare"]
-    torch.use_deterministic_algorithms(bool(job.deterministic), warn_only=True)
-    out.append(
-        [
-            "bare step with deterministic algorithms / without",
-            f"{ratio(det[True], det[False]):.2f}x",
-        ]
+    # torch's deterministic mode with its NaN fill of new tensors (its default), as the runner
+    # sets it (no fill: it buys no determinism), and off; interleaved in rotating order per round
+
+    def mode(flag, fill):
+        def step(batch):
+            torch.use_deterministic_algorithms(flag, warn_only=True)
+            torch.utils.deterministic.fill_uninitialized_memory = fill
+            s.bare_step(batch)
+
+        return step
+
+    det = rounds(
+        {"fill": mode(True, True), "runner": mode(True, False), "off": mode(False, True)},
+        batches,
+        n,
     )
+    torch.use_deterministic_algorithms(bool(job.deterministic), warn_only=True)
+    torch.utils.deterministic.fill_uninitialized_memory = False
+    out += [
+        [
+            "bare step with deterministic algorithms and torch's NaN fill / without either",
+            f"{ratio(det['fill'], det['off']):.3f}x",
+        ],
+        [
+            "bare step with deterministic algorithms as the runner sets them (no fill) / without",
+            f"{ratio(det['runner'], det['off']):.3f}x",
+        ],
+    ]
     return out
 
 

@@ -12,9 +12,9 @@ Same recipe: model sizes, pre-norm, shared embeddings, dropouts, Adam betas/eps,
 inverse-sqrt warm-up, label smoothing, --max-tokens and N updates come from the one composed
 normlab config. Validation loss after N updates is compared in nats (fairseq prints log2).
 
-What stays different (measured here, see docs/fairseq.md): batch
-composition (fairseq sorts the whole corpus by length, normlab buckets random chunks), parameter
-init (fairseq: xavier-uniform linears, zero biases; normlab: PyTorch's defaults), the lr schedule's
+Batches are formed alike (the whole train set sorted by length and cut at --max-tokens, as
+fairseq's batch_by_size does; the random tie order differs). What stays different (measured here,
+see docs/fairseq.md): parameter init (fairseq: xavier-uniform linears, zero biases; normlab: PyTorch's defaults), the lr schedule's
 offset (fairseq's update k runs at the schedule's value for k-1, its first at --warmup-init-lr),
 position offsets (fairseq's positions start at padding_idx + 1) and every RNG stream.
 """

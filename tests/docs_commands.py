@@ -144,6 +144,9 @@ RULES = [
         "tests/fairseq/test_compare.py::test_fairseq_valid_loss_is_close_to_normlabs_own_trainer",
     ),
     Rule(
+        r"make bench-fairseq( |$)", ("make",), "a benchmark: its numbers are committed, not tested"
+    ),
+    Rule(
         r"\.venv-fairseq/bin/fairseq-train ",
         ("tested",),
         "tests/fairseq/test_plugin.py::test_short_fairseq_train_runs_with_adanorm",

@@ -87,6 +87,11 @@ class Task(ABC):
         """The epoch's batches, a pure function of (epoch, seed) so a resumed run sees the same."""
         ...
 
+    def batching(self, seed: int) -> dict:
+        """What the first epoch's training batches hold, for summary.json (e.g. tokens per batch
+        and the padding share); {} where batches have a fixed shape."""
+        return {}
+
     @abstractmethod
     def loss(self, model: nn.Module, batch: Any) -> tuple[torch.Tensor, int]:
         """(mean training loss over the batch's units, number of units)."""

@@ -23,7 +23,14 @@ import sacrebleu
 import torch
 import torch.nn.functional as F
 
-from ..data.batching import LazyBatches, bucket_batches, epoch_generator, pad
+from ..data.batching import (
+    LazyBatches,
+    bucket_batches,
+    epoch_generator,
+    pad,
+    padding_record,
+    token_batches,
+)
 from ..data.bpe import remove_bpe
 from ..data.subset import check_cap
 from ..data.translation import EOS, load_corpus
@@ -139,9 +146,14 @@ class TranslationTask(Task):
         prev = [torch.cat([t_.new_tensor([self.eos]), t_[:-1]]) for t_ in t]  # </s> starts decoding
         return pad(s, self.pad, L), pad(prev, self.pad, L), pad(t, self.pad, L)
 
-    def _lengths(self, split: str, index: torch.Tensor) -> torch.Tensor:
+    def _lengths(self, split: str, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         src, tgt = self.corpus.splits[split]
-        return torch.maximum(src.lengths(), tgt.lengths())[index]
+        return src.lengths()[index], tgt.lengths()[index]
+
+    def _token_batches(self, split, index, max_tokens, generator=None) -> list[torch.Tensor]:
+        multiple = int(self.cfg.data.get("batch_multiple", 1))
+        batches = token_batches(*self._lengths(split, index), max_tokens, generator, multiple)
+        return [index[b] for b in batches]
 
     def example_inputs(self, n: int = 8) -> tuple:
         src, prev, _ = self._eval_batches("test")[0]
@@ -173,19 +185,23 @@ class TranslationTask(Task):
         return files
 
     def train_batches(self, epoch: int, seed: int):
-        idx = self.train_index
-        batches = bucket_batches(
-            self._lengths("train", idx),
-            max_tokens=self.cfg.data.max_tokens,
-            generator=epoch_generator(seed, epoch),
+        batches = self._token_batches(
+            "train", self.train_index, self.cfg.data.max_tokens, epoch_generator(seed, epoch)
         )
-        return LazyBatches([idx[b] for b in batches], lambda b: self._collate("train", b))
+        return LazyBatches(batches, lambda b: self._collate("train", b))
+
+    def batching(self, seed: int) -> dict:
+        src, tgt = self._lengths("train", torch.arange(len(self.corpus.splits["train"][0])))
+        first = self.train_batches(0, seed).index_batches
+        return {
+            "max_tokens": int(self.cfg.data.max_tokens),
+            "batch_multiple": int(self.cfg.data.get("batch_multiple", 1)),
+            **padding_record(first, src, tgt),
+        }
 
     def _eval_batches(self, split: str) -> LazyBatches:
         n = len(self.corpus.splits[split][0])
-        batches = bucket_batches(
-            self._lengths(split, torch.arange(n)), max_tokens=self.cfg.data.eval_max_tokens
-        )
+        batches = self._token_batches(split, torch.arange(n), self.cfg.data.eval_max_tokens)
         return LazyBatches(batches, lambda b: self._collate(split, b))
 
     # --- loss ----------------------------------------------------------------------------------

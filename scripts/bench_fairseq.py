@@ -1,0 +1,269 @@
+#!/usr/bin/env python
+"""normlab against fairseq-train in updates per second, on the same data and model.
+
+    make bench-fairseq                          # both configs, 2 repetitions -> results/bench/fairseq.md
+    python scripts/bench_fairseq.py --configs mini --reps 1 --updates 8 --skip 2   # does it run
+
+The data is normlab's mini IWSLT14 corpus written out and binarized for fairseq exactly as
+scripts/compare_fairseq.py does (same pairs, same ids, same parameter count). Each config is
+timed two ways: (a) both systems fed the identical batches (normlab's first-epoch token batches,
+in one order: fairseq's batch_by_size is replaced, --curriculum keeps the order), and (b) each
+system batching on its own (target tokens per second is then the fair unit). Every measurement
+is one process of the system's own command line, one thread, fp32, CPU (scripts/
+bench_fairseq_worker.py wraps the update step to note when each update starts); the processes
+alternate, normlab, fairseq, normlab, fairseq. An update's time is the interval between two
+update starts (the whole loop: collate, step, logging), the first ``--skip`` updates left out;
+start-up is the time from launching the process to its first update.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))
+
+from benchkit import machine, machine_block, markdown_table  # noqa: E402
+from compare_fairseq import RECIPES, TASK, compose, export, fairseq_flags, preprocess  # noqa: E402
+
+WORKER = REPO / "scripts" / "bench_fairseq_worker.py"
+# config -> (model overrides on the mini recipe, updates timed, updates skipped)
+CONFIGS = {
+    "mini": ([], 60, 10),
+    "6+6": (
+        ["task.model.layers=6", "task.model.d_model=512", "task.model.ffn_dim=1024"],
+        16,
+        4,
+    ),
+}
+
+
+def timed(system, python, args, env, out: Path, updates: int, batches=None) -> dict:
+    env = {**env, "BENCH_OUT": str(out), "BENCH_UPDATES": str(updates)}
+    if batches:
+        env["BENCH_BATCHES"] = str(batches)
+    env["BENCH_T0"] = repr(time.time())
+    run = subprocess.run(
+        [python, str(WORKER), system, *args],
+        env=env,
+        cwd=out.parent,
+        capture_output=True,
+        text=True,
+    )
+    if run.returncode or not out.exists():
+        raise SystemExit(
+            f"{system} failed ({run.returncode}):\n{(run.stdout + run.stderr)[-3000:]}"
+        )
+    rec = json.loads(out.read_text())
+    out.unlink()
+    return rec
+
+
+def summarize(rec: dict, skip: int) -> dict:
+    starts = rec["starts"]
+    steps = [b - a for a, b in zip(starts[skip:-1], starts[skip + 1 :])]
+    tokens = rec["target_tokens"][skip:-1]
+    return {
+        "s_per_update": statistics.median(steps),
+        "target_tokens_per_s": sum(tokens) / sum(steps),
+        "target_tokens_per_update": statistics.mean(tokens),
+        "padding_share": 1 - sum(rec["real"][skip:-1]) / sum(rec["padded"][skip:-1]),
+        "startup_s": starts[0],
+    }
+
+
+def bench(name, a, work: Path, env: dict, data_bin: Path) -> dict:
+    extra, updates, skip = CONFIGS[name]
+    updates, skip = a.updates or updates, a.skip or skip
+    overrides = [*RECIPES["mini"][0], "norm=layernorm", *extra]
+    cfg = compose(overrides, a.data_dir, work / "cache")
+    flags = [
+        *fairseq_flags(cfg, updates + 1000),  # the worker ends the run
+        "--disable-validation",
+        "--curriculum",
+        "1000",  # no shuffling of the batch order
+        "--seed",
+        "1",
+        "--log-interval",
+        "1000",
+    ]
+    normlab_args = [
+        f"task={TASK}",
+        *overrides,
+        "seed=1",
+        "threads=1",
+        "progress=false",
+        f"task.train.max_steps={updates + 1000}",
+        f"task.train.eval_every={updates + 1000}",
+        f"task.train.log_every={updates + 1000}",
+        f"paths.root={work / 'runs' / name}",
+        "resume=restart",
+    ]
+    batches = write_batches(cfg, work / f"batches-{name}.json", updates + 1)
+    res = {"identical": {"normlab": [], "fairseq": []}, "own": {"normlab": [], "fairseq": []}}
+    for rep in range(a.reps):
+        for mode, given in (("identical", batches), ("own", None)):
+            for system in ("normlab", "fairseq"):
+                python, args = (
+                    (a.normlab_python, normlab_args)
+                    if system == "normlab"
+                    else (a.fairseq_python, [str(data_bin), *flags])
+                )
+                rec = timed(system, python, args, env, work / f"{system}.json", updates, given)
+                res[mode][system].append(summarize(rec, skip))
+                s = res[mode][system][-1]
+                print(
+                    f"  {name} {mode} rep {rep + 1} {system}: {s['s_per_update']:.4f} s/update, "
+                    f"{s['target_tokens_per_s']:.0f} target tokens/s, start-up {s['startup_s']:.2f} s",
+                    flush=True,
+                )
+    return res
+
+
+def write_batches(cfg, path: Path, n: int) -> Path:
+    """normlab's token batches of the first epochs (seed 1), as positions in the exported order."""
+    from normlab.tasks import get_task_class
+
+    task = get_task_class(TASK)(
+        cfg.task, Path(cfg.paths.data_dir) / TASK, Path(cfg.paths.cache_dir)
+    )
+    task.setup()
+    position = {int(i): p for p, i in enumerate(task.train_index.tolist())}
+    out, epoch = [], 0
+    while len(out) < n:
+        out += [[position[int(i)] for i in b] for b in task.train_batches(epoch, 1).index_batches]
+        epoch += 1
+    path.write_text(json.dumps(out[:n]))
+    return path
+
+
+def med(rows: list[dict], key: str) -> float:
+    return statistics.median(r[key] for r in rows)
+
+
+def table(results: dict) -> str:
+    rows = []
+    for name, res in results.items():
+        for mode in ("identical", "own"):
+            nl, fs = res[mode]["normlab"], res[mode]["fairseq"]
+            rows.append(
+                [
+                    name,
+                    "identical batches" if mode == "identical" else "each its own batching",
+                    f"{med(nl, 's_per_update'):.4f}",
+                    f"{med(fs, 's_per_update'):.4f}",
+                    f"**{med(nl, 's_per_update') / med(fs, 's_per_update'):.3f}**",
+                    f"{med(nl, 'target_tokens_per_s'):.0f}",
+                    f"{med(fs, 'target_tokens_per_s'):.0f}",
+                    f"**{med(nl, 'target_tokens_per_s') / med(fs, 'target_tokens_per_s'):.3f}**",
+                    f"{med(nl, 'target_tokens_per_update'):.0f} / {med(fs, 'target_tokens_per_update'):.0f}",
+                    f"{100 * med(nl, 'padding_share'):.1f}% / {100 * med(fs, 'padding_share'):.1f}%",
+                    f"{med(nl, 'startup_s'):.2f} / {med(fs, 'startup_s'):.2f}",
+                ]
+            )
+    return markdown_table(
+        [
+            "config",
+            "batches",
+            "normlab s/update",
+            "fairseq s/update",
+            "normlab / fairseq (s/update)",
+            "normlab target tok/s",
+            "fairseq target tok/s",
+            "normlab / fairseq (tok/s)",
+            "target tokens per update (normlab / fairseq)",
+            "padding (normlab / fairseq)",
+            "start-up s (normlab / fairseq)",
+        ],
+        rows,
+    )
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--configs", default=",".join(CONFIGS), help=f"of {sorted(CONFIGS)}")
+    p.add_argument("--reps", type=int, default=2, help="repetitions of each measurement")
+    p.add_argument("--updates", type=int, default=0, help="updates timed (0: the config's)")
+    p.add_argument("--skip", type=int, default=0, help="first updates left out (0: the config's)")
+    p.add_argument(
+        "--data-dir", type=Path, default=Path(os.environ.get("NORMLAB_DATA") or REPO / "data")
+    )
+    p.add_argument("--normlab-python", default=sys.executable)
+    p.add_argument("--fairseq-python", default=str(REPO / ".venv-fairseq" / "bin" / "python"))
+    p.add_argument("--work", type=Path, default=REPO / "runs" / "bench_fairseq")
+    p.add_argument("--out", type=Path, help="write the table here (results/bench/fairseq.md)")
+    a = p.parse_args(argv)
+    a.data_dir = a.data_dir.resolve()
+    a.normlab_python, a.fairseq_python = (
+        os.path.abspath(x) if os.sep in x else x for x in (a.normlab_python, a.fairseq_python)
+    )
+    if not Path(a.fairseq_python).exists():
+        raise SystemExit(f"no fairseq environment at {a.fairseq_python}: run make fairseq-env")
+    info = machine()
+    work = a.work.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    env = {
+        **os.environ,
+        "NORMLAB_DATA": str(a.data_dir),
+        "NORMLAB_CACHE": str(work / "cache"),
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "PYTHONHASHSEED": "0",
+    }
+    cfg = compose([*RECIPES["mini"][0], "norm=layernorm"], a.data_dir, work / "cache")
+    data = export(cfg, work / "text")
+    vocab = preprocess(
+        a.fairseq_python,
+        work / "text",
+        work / "data-bin",
+        cfg.task.data.src,
+        cfg.task.data.tgt,
+        env,
+    )
+    if vocab != data["vocab"]:
+        raise SystemExit(f"fairseq's dictionary has {vocab} entries, normlab's {data['vocab']}")
+    env["BENCH_PAD"] = "0"  # normlab's <pad> is entry 0 of the exported vocabulary
+    results = {}
+    for name in a.configs.split(","):
+        print(
+            f"{name}: {a.updates or CONFIGS[name][1]} updates timed after {a.skip or CONFIGS[name][2]}",
+            flush=True,
+        )
+        results[name] = bench(name, a, work, env, work / "data-bin")
+    text = "\n".join(
+        [
+            "# normlab vs fairseq-train: updates per second on the same data and model",
+            "",
+            f"{TASK} mini corpus ({data['train_pairs']} train pairs, vocab {data['vocab']}), LayerNorm, "
+            "pre-norm, fp32, CPU, one thread each; medians over "
+            f"{a.reps} repetition(s) of each process (A B A B). mini: 2+2 layers, d 64, FFN 128; "
+            "6+6: 6+6 layers, d 512, FFN 1024; 4 heads, 1,024-token budget. s/update: the loop's "
+            "interval between update starts; target tok/s: target tokens over those intervals.",
+            "",
+            table(results),
+            "",
+            "Machine:",
+            "",
+            machine_block(info),
+            "",
+        ]
+    )
+    print(text)
+    if a.out:
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        a.out.write_text(text)
+        (a.out.with_suffix(".json")).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
