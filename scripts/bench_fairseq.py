@@ -31,7 +31,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
 from benchkit import machine, machine_block, markdown_table  # noqa: E402
-from compare_fairseq import RECIPES, TASK, compose, export, fairseq_flags, preprocess  # noqa: E402
+from compare_fairseq import (  # noqa: E402
+    RECIPES,
+    TASK,
+    compose,
+    export,
+    fairseq_flags,
+    job_env,
+    preprocess,
+)
 
 WORKER = REPO / "scripts" / "bench_fairseq_worker.py"
 # config -> (model overrides on the mini recipe, updates timed, updates skipped)
@@ -79,7 +87,7 @@ def summarize(rec: dict, skip: int) -> dict:
     }
 
 
-def bench(name, a, work: Path, env: dict, data_bin: Path) -> dict:
+def bench(name, a, work: Path, env: dict, data_bin: Path, batches: Path) -> dict:
     extra, updates, skip = CONFIGS[name]
     updates, skip = a.updates or updates, a.skip or skip
     overrides = [*RECIPES["mini"][0], "norm=layernorm", *extra]
@@ -106,7 +114,6 @@ def bench(name, a, work: Path, env: dict, data_bin: Path) -> dict:
         f"paths.root={work / 'runs' / name}",
         "resume=restart",
     ]
-    batches = write_batches(cfg, work / f"batches-{name}.json", updates + 1)
     res = {"identical": {"normlab": [], "fairseq": []}, "own": {"normlab": [], "fairseq": []}}
     for rep in range(a.reps):
         for mode, given in (("identical", batches), ("own", None)):
@@ -211,14 +218,7 @@ def main(argv=None) -> int:
     info = machine()
     work = a.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
-    env = {
-        **os.environ,
-        "NORMLAB_DATA": str(a.data_dir),
-        "NORMLAB_CACHE": str(work / "cache"),
-        "OMP_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-        "PYTHONHASHSEED": "0",
-    }
+    env = job_env(a.data_dir, work / "cache")
     cfg = compose([*RECIPES["mini"][0], "norm=layernorm"], a.data_dir, work / "cache")
     data = export(cfg, work / "text")
     vocab = preprocess(
@@ -232,13 +232,17 @@ def main(argv=None) -> int:
     if vocab != data["vocab"]:
         raise SystemExit(f"fairseq's dictionary has {vocab} entries, normlab's {data['vocab']}")
     env["BENCH_PAD"] = "0"  # normlab's <pad> is entry 0 of the exported vocabulary
+    # the data and the budget are the mini recipe's in every config: one batch list for all
+    names = a.configs.split(",")
+    longest = max(a.updates or CONFIGS[n][1] for n in names)
+    batches = write_batches(cfg, work / "batches.json", longest + 1)
     results = {}
-    for name in a.configs.split(","):
+    for name in names:
         print(
             f"{name}: {a.updates or CONFIGS[name][1]} updates timed after {a.skip or CONFIGS[name][2]}",
             flush=True,
         )
-        results[name] = bench(name, a, work, env, work / "data-bin")
+        results[name] = bench(name, a, work, env, work / "data-bin", batches)
     text = "\n".join(
         [
             "# normlab vs fairseq-train: updates per second on the same data and model",

@@ -62,6 +62,18 @@ RECIPES = {
 }
 
 
+def job_env(data_dir: Path, cache: Path) -> dict:
+    """The environment both trainers run in: the data, a cache of their own, one thread."""
+    return {
+        **os.environ,
+        "NORMLAB_DATA": str(data_dir),
+        "NORMLAB_CACHE": str(cache),
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "PYTHONHASHSEED": "0",
+    }
+
+
 def compose(overrides: list[str], data_dir: Path, cache_dir: Path):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
@@ -349,14 +361,7 @@ def compare(
     overrides, updates = [*overrides, f"norm={norm}"], updates or default_updates
     work.mkdir(parents=True, exist_ok=True)
     cache = work / "cache"
-    env = {
-        **os.environ,
-        "NORMLAB_DATA": str(data_dir),
-        "NORMLAB_CACHE": str(cache),
-        "OMP_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-        "PYTHONHASHSEED": "0",
-    }
+    env = job_env(data_dir, cache)
     cfg = compose(overrides, data_dir, cache)
     data = export(cfg, work / "text")
     data.update(

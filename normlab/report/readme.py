@@ -85,38 +85,33 @@ def claims_table(root: Path) -> list[str]:
         f"{r['p (two-sided)']}, Holm {r['p Holm']})"
         for r in read_csv(root / "results/mini/sign_tests.csv")
     }
-    for study, folder, name in STUDIES:
-        rows = [_Row(r) for r in read_csv(root / folder / f"{name}.csv")]
-        for claim in CLAIMS:
-            mine = [r for r in rows if r["claim"] == claim.text]
-            if not mine:
-                continue
-            ns = sorted({r["n"] for r in mine if r["p"] != "–"}, key=int) or ["–"]
-            resolvable = sum(1 for r in mine if _resolves(r))
-            sign = signs.get((study, claim.text), "–")
-            out.append(
-                f"| {folder} | {claim.text} | {'–'.join(ns) if len(ns) > 1 else ns[0]} | "
-                f"{outcome(mine, claim.strict)} | {sign} | {resolvable} of {len(mine)} |"
-            )
+    for study, folder, claim, mine in _by_claim(root):
+        ns = sorted({r["n"] for r in mine if r["p"] != "–"}, key=int) or ["–"]
+        resolvable = sum(1 for r in mine if _resolves(r))
+        sign = signs.get((study, claim.text), "–")
+        out.append(
+            f"| {folder} | {claim.text} | {'–'.join(ns) if len(ns) > 1 else ns[0]} | "
+            f"{outcome(mine, claim.strict)} | {sign} | {resolvable} of {len(mine)} |"
+        )
     return out
 
 
 def claim_lines(root: Path) -> list[str]:
     """One line per claim: its verdict counts after Holm in each study that tests it."""
-    studies = [
-        (folder, [_Row(r) for r in read_csv(root / folder / f"{name}.csv")])
-        for _, folder, name in STUDIES
-    ]
-    out = []
-    for claim in CLAIMS:
-        parts = []
-        for folder, rows in studies:
+    parts: dict[str, list[str]] = {}
+    for _, folder, claim, mine in _by_claim(root):
+        parts.setdefault(claim.text, []).append(f"`{folder}` {outcome(mine, claim.strict)}")
+    return [f"- *{c.text}*: " + "; ".join(parts[c.text]) + "." for c in CLAIMS if c.text in parts]
+
+
+def _by_claim(root: Path):
+    """(study, folder, claim, its findings rows) for each claim a study tests, study by study."""
+    for study, folder, name in STUDIES:
+        rows = [_Row(r) for r in read_csv(root / folder / f"{name}.csv")]
+        for claim in CLAIMS:
             mine = [r for r in rows if r["claim"] == claim.text]
             if mine:
-                parts.append(f"`{folder}` {outcome(mine, claim.strict)}")
-        if parts:
-            out.append(f"- *{claim.text}*: " + "; ".join(parts) + ".")
-    return out
+                yield study, folder, claim, mine
 
 
 def _resolves(r: dict) -> bool:
