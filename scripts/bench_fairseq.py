@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """normlab against fairseq-train in updates per second, on the same data and model.
 
-    make bench-fairseq                          # both configs, 2 repetitions -> results/bench/fairseq.md
+    make bench-fairseq                          # both configs -> results/bench/fairseq.md
     python scripts/bench_fairseq.py --configs mini --reps 1 --updates 8 --skip 2   # does it run
 
 The data is normlab's mini IWSLT14 corpus written out and binarized for fairseq exactly as
@@ -11,7 +11,9 @@ in one order: fairseq's batch_by_size is replaced, --curriculum keeps the order)
 system batching on its own (target tokens per second is then the fair unit). Every measurement
 is one process of the system's own command line, one thread, fp32, CPU (scripts/
 bench_fairseq_worker.py wraps the update step to note when each update starts); the processes
-alternate, normlab, fairseq, normlab, fairseq. An update's time is the interval between two
+alternate, normlab then fairseq, then fairseq then normlab, and every ratio is one of such a pair
+of neighbours, since this machine's speed drifts between minutes. ``--device cuda`` runs both on
+the GPU with bf16 autocast (fairseq's --bf16). An update's time is the interval between two
 update starts (the whole loop: collate, step, logging), the first ``--skip`` updates left out;
 start-up is the time from launching the process to its first update.
 """
@@ -42,12 +44,15 @@ from compare_fairseq import (  # noqa: E402
 )
 
 WORKER = REPO / "scripts" / "bench_fairseq_worker.py"
-# config -> (model overrides on the mini recipe, updates timed, updates skipped)
+# config -> (model overrides on the mini recipe, updates timed, updates skipped, repetitions).
+# One process's speed drifts by 10-20% between minutes on this shared machine, so a ratio needs
+# many pairs of neighbouring processes; 6+6 takes about 70 s a process.
 CONFIGS = {
-    "mini": ([], 60, 10),
+    "mini": ([], 60, 10, 8),
     "6+6": (
         ["task.model.layers=6", "task.model.d_model=512", "task.model.ffn_dim=1024"],
         16,
+        4,
         4,
     ),
 }
@@ -88,8 +93,8 @@ def summarize(rec: dict, skip: int) -> dict:
 
 
 def bench(name, a, work: Path, env: dict, data_bin: Path, batches: Path) -> dict:
-    extra, updates, skip = CONFIGS[name]
-    updates, skip = a.updates or updates, a.skip or skip
+    extra, updates, skip, reps = CONFIGS[name]
+    updates, skip, reps = a.updates or updates, a.skip or skip, a.reps or reps
     overrides = [*RECIPES["mini"][0], "norm=layernorm", *extra]
     cfg = compose(overrides, a.data_dir, work / "cache")
     flags = [
@@ -102,11 +107,13 @@ def bench(name, a, work: Path, env: dict, data_bin: Path, batches: Path) -> dict
         "--log-interval",
         "1000",
     ]
+    if a.device == "cuda":  # the GPU mode: bf16 autocast in both, fairseq's --bf16
+        flags = [f for f in flags if f != "--cpu"] + ["--bf16"]
     normlab_args = [
         f"task={TASK}",
         *overrides,
         "seed=1",
-        "threads=1",
+        *(["device=cuda", "precision=bf16"] if a.device == "cuda" else ["threads=1"]),
         "progress=false",
         f"task.train.max_steps={updates + 1000}",
         f"task.train.eval_every={updates + 1000}",
@@ -115,9 +122,11 @@ def bench(name, a, work: Path, env: dict, data_bin: Path, batches: Path) -> dict
         "resume=restart",
     ]
     res = {"identical": {"normlab": [], "fairseq": []}, "own": {"normlab": [], "fairseq": []}}
-    for rep in range(a.reps):
+    for rep in range(reps):
         for mode, given in (("identical", batches), ("own", None)):
-            for system in ("normlab", "fairseq"):
+            # A B, then B A: a drift of the machine's speed within a pair of repetitions cancels
+            order = ("normlab", "fairseq") if rep % 2 == 0 else ("fairseq", "normlab")
+            for system in order:
                 python, args = (
                     (a.normlab_python, normlab_args)
                     if system == "normlab"
@@ -151,25 +160,52 @@ def write_batches(cfg, path: Path, n: int) -> Path:
     return path
 
 
+# (config, batches) -> (measure, direction, bound): the targets this benchmark is held to
+TARGETS = {
+    ("mini", "identical"): ("s_per_update", "<=", 0.90),
+    ("6+6", "identical"): ("s_per_update", "<=", 1.00),
+    ("mini", "own"): ("target_tokens_per_s", ">=", 1.10),
+    ("6+6", "own"): ("target_tokens_per_s", ">=", 1.00),
+}
+HOW = {
+    "cpu": "fp32, CPU, one thread each",
+    "cuda": "bf16 autocast (fp32 weights), one GPU each in turn",
+}
+MODES = {"identical": "identical batches", "own": "each its own batching"}
+
+
 def med(rows: list[dict], key: str) -> float:
     return statistics.median(r[key] for r in rows)
+
+
+def ratios(res: dict, key: str) -> list[float]:
+    """normlab / fairseq of each repetition's pair of neighbouring processes."""
+    return [n[key] / f[key] for n, f in zip(res["normlab"], res["fairseq"])]
+
+
+def spread(rs: list[float]) -> str:
+    """The median of the paired ratios, and their range: what one more run could show."""
+    return f"**{statistics.median(rs):.3f}** ({min(rs):.3f}-{max(rs):.3f})"
 
 
 def table(results: dict) -> str:
     rows = []
     for name, res in results.items():
         for mode in ("identical", "own"):
-            nl, fs = res[mode]["normlab"], res[mode]["fairseq"]
+            r = res[mode]
+            nl, fs = r["normlab"], r["fairseq"]
+            step, tok = ratios(r, "s_per_update"), ratios(r, "target_tokens_per_s")
             rows.append(
                 [
                     name,
-                    "identical batches" if mode == "identical" else "each its own batching",
+                    MODES[mode],
                     f"{med(nl, 's_per_update'):.4f}",
                     f"{med(fs, 's_per_update'):.4f}",
-                    f"**{med(nl, 's_per_update') / med(fs, 's_per_update'):.3f}**",
+                    spread(step),
+                    f"{sum(x < 1 for x in step)} of {len(step)}",
                     f"{med(nl, 'target_tokens_per_s'):.0f}",
                     f"{med(fs, 'target_tokens_per_s'):.0f}",
-                    f"**{med(nl, 'target_tokens_per_s') / med(fs, 'target_tokens_per_s'):.3f}**",
+                    spread(tok),
                     f"{med(nl, 'target_tokens_per_update'):.0f} / {med(fs, 'target_tokens_per_update'):.0f}",
                     f"{100 * med(nl, 'padding_share'):.1f}% / {100 * med(fs, 'padding_share'):.1f}%",
                     f"{med(nl, 'startup_s'):.2f} / {med(fs, 'startup_s'):.2f}",
@@ -181,10 +217,11 @@ def table(results: dict) -> str:
             "batches",
             "normlab s/update",
             "fairseq s/update",
-            "normlab / fairseq (s/update)",
+            "normlab / fairseq s/update (range over pairs)",
+            "pairs where normlab is faster",
             "normlab target tok/s",
             "fairseq target tok/s",
-            "normlab / fairseq (tok/s)",
+            "normlab / fairseq tok/s (range)",
             "target tokens per update (normlab / fairseq)",
             "padding (normlab / fairseq)",
             "start-up s (normlab / fairseq)",
@@ -193,16 +230,51 @@ def table(results: dict) -> str:
     )
 
 
+def verdicts(results: dict) -> list[str]:
+    """Each target against the median paired ratio, and in how many pairs it held."""
+    lines = []
+    for (name, mode), (key, op, bound) in TARGETS.items():
+        if name not in results:
+            continue
+        rs = ratios(results[name][mode], key)
+        held = [x <= bound if op == "<=" else x >= bound for x in rs]
+        m = statistics.median(rs)
+        met = m <= bound if op == "<=" else m >= bound
+        unit = "s/update" if key == "s_per_update" else "target tok/s"
+        lines.append(
+            f"- {name}, {MODES[mode]}: normlab / fairseq {unit} {m:.3f} {op} {bound:.2f}: "
+            f"{'met' if met else 'NOT met'} (held in {sum(held)} of {len(held)} pairs)"
+        )
+    for name, res in results.items():
+        nl = [r["startup_s"] for m in res.values() for r in m["normlab"]]
+        fs = [r["startup_s"] for m in res.values() for r in m["fairseq"]]
+        faster = sum(n < f for n, f in zip(nl, fs))
+        lines.append(
+            f"- {name}, start-up: normlab {statistics.median(nl):.2f} s, fairseq "
+            f"{statistics.median(fs):.2f} s: {'met' if faster == len(nl) else 'NOT met'} "
+            f"(normlab first to its first update in {faster} of {len(nl)} pairs)"
+        )
+    return lines
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(
         description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--configs", default=",".join(CONFIGS), help=f"of {sorted(CONFIGS)}")
-    p.add_argument("--reps", type=int, default=2, help="repetitions of each measurement")
+    p.add_argument(
+        "--reps", type=int, default=0, help="repetitions of each measurement (0: the config's)"
+    )
     p.add_argument("--updates", type=int, default=0, help="updates timed (0: the config's)")
     p.add_argument("--skip", type=int, default=0, help="first updates left out (0: the config's)")
     p.add_argument(
         "--data-dir", type=Path, default=Path(os.environ.get("NORMLAB_DATA") or REPO / "data")
+    )
+    p.add_argument(
+        "--device",
+        choices=("cpu", "cuda"),
+        default="cpu",
+        help="cpu: fp32, one thread; cuda: bf16 autocast on the GPU in both systems",
     )
     p.add_argument("--normlab-python", default=sys.executable)
     p.add_argument("--fairseq-python", default=str(REPO / ".venv-fairseq" / "bin" / "python"))
@@ -215,6 +287,11 @@ def main(argv=None) -> int:
     )
     if not Path(a.fairseq_python).exists():
         raise SystemExit(f"no fairseq environment at {a.fairseq_python}: run make fairseq-env")
+    if a.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise SystemExit("--device cuda: torch sees no CUDA device here; use --device cpu")
     info = machine()
     work = a.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -248,12 +325,20 @@ def main(argv=None) -> int:
             "# normlab vs fairseq-train: updates per second on the same data and model",
             "",
             f"{TASK} mini corpus ({data['train_pairs']} train pairs, vocab {data['vocab']}), LayerNorm, "
-            "pre-norm, fp32, CPU, one thread each; medians over "
-            f"{a.reps} repetition(s) of each process (A B A B). mini: 2+2 layers, d 64, FFN 128; "
-            "6+6: 6+6 layers, d 512, FFN 1024; 4 heads, 1,024-token budget. s/update: the loop's "
-            "interval between update starts; target tok/s: target tokens over those intervals.",
+            f"pre-norm, {HOW[a.device]}. Repetitions: "
+            + ", ".join(f"{n} {len(r['identical']['normlab'])}" for n, r in results.items())
+            + " pairs of processes per row, the order alternating (A B, B A, ...); s/update and "
+            "tok/s are medians over the processes, each ratio is taken within a pair of "
+            "neighbouring processes. mini: 2+2 layers, d 64, FFN 128; 6+6: 6+6 layers, d 512, "
+            "FFN 1024; 4 heads, 1,024-token budget. s/update: the loop's interval between update "
+            "starts (median within a process); target tok/s: target tokens over those intervals.",
             "",
             table(results),
+            "",
+            "Against the targets (the median of the paired ratios; a range that straddles the "
+            "bound says this machine cannot tell):",
+            "",
+            *verdicts(results),
             "",
             "Machine:",
             "",

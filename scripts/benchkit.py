@@ -24,6 +24,14 @@ def load_average() -> str:
         return "n/a"
 
 
+def code_version() -> str:
+    """The commit the timed code is, "-dirty" when its files have uncommitted changes."""
+    try:
+        return pin.head() + ("-dirty" if pin.dirty() else "")
+    except (pin.PinError, OSError):  # no git checkout (an unpacked release): time it anyway
+        return "unknown (no git checkout)"
+
+
 def machine() -> dict:
     """What a benchmark table must state to be read: where, when, with what, how loaded."""
     host = (
@@ -31,6 +39,7 @@ def machine() -> dict:
     )  # the facts reproduce.json records for a grid, plus what a timing depends on
     info = {
         "command": " ".join(shlex.quote(a) for a in ["python", *sys.argv]),
+        "code": code_version(),
         "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
         "nproc": host["cpus"],
         "cpu": host["cpu"],
