@@ -18,7 +18,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from .config_keys import CONFIGS, DESCRIPTIVE_KEYS, RUNTIME_KEYS
 from .errors import ConfigError
-from .norms import norm_factory
+from .models import placement
+from .norms.sites import site_factory
 from .run import accel
 from .run.schedule import SCHEDULES
 from .schema import JobConfig, TrainConfig, default
@@ -130,6 +131,11 @@ def check_task(task: dict) -> None:
             walk(v, f"{where}.{k}")
 
     walk(task.get("model"), "task.model")
+    model = task.get("model") or {}
+    bad = placement.problem(model) if "placement" in model else None
+    if bad:
+        key, value, want, related = bad
+        raise _bad(f"task.model.{key}", value, want, *(f"task.model.{k}" for k in related))
     data = task.get("data") or {}
     sizes = {k: data[k] for k in ("batch_size", "max_tokens") if k in data}
     for k, v in sizes.items():
@@ -188,7 +194,7 @@ def load_job(cfg: DictConfig, overrides: Optional[list[str]] = None) -> Job:
         raise
     norm = config["norm"]
     try:
-        make_norm = norm_factory(norm["name"], **(norm.get("options") or {}))
+        make_norm = site_factory(norm)
     except ValueError as e:
         raise ConfigError(
             f"norm={norm['name']}: {e}; see normlab/configs/norm/{norm['name']}.yaml"
@@ -232,6 +238,13 @@ ADDED_KEYS = {
     "precision": default("precision"),
     "task.train.update_freq": 1,
     "task.data.batch_multiple": 1,
+    "task.model.placement": None,
+    "task.model.layernorm_scaling": False,
+    "task.model.mixln_post_layers": None,
+    "task.model.embed_norm": None,
+    "task.model.final_norm": None,
+    "norm.affine": None,
+    "norm.sites": {},
 }
 _MISSING = object()
 

@@ -53,6 +53,17 @@ Inputs: {inputs}.
 """
 
 
+def norm_record(norm: dict) -> dict:
+    """The norm config a model is rebuilt from: name and options, and affine and the per-site
+    norms where the run set them."""
+    out = {"name": norm["name"], "options": norm.get("options") or {}}
+    if norm.get("affine") is not None:
+        out["affine"] = norm["affine"]
+    if norm.get("sites"):
+        out["sites"] = norm["sites"]
+    return out
+
+
 def describe(x) -> dict:
     return {"shape": list(x.shape), "dtype": str(x.dtype).replace("torch.", "")}
 
@@ -143,7 +154,7 @@ def export_run(run_dir: Path, out: Path, which: str = "best", program: bool = Tr
         "task": r.job.task.name,
         "metric": task.metric,
         "model": spec,
-        "norm": {"name": r.job.norm.name, "options": r.job.config["norm"].get("options") or {}},
+        "norm": norm_record(r.job.config["norm"]),
         "inputs": [describe(x) for x in inputs],
         "outputs": describe(outputs),
         "files": files,

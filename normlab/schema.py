@@ -74,3 +74,8 @@ class JobConfig:
 def default(key: str):
     """The schema's default of a top-level key (for configs read back from older run folders)."""
     return JobConfig.__dataclass_fields__[key].default
+
+
+# |alpha x| beyond this counts as saturated for a DyT-like norm: tanh'(2) = 0.071, erf'(2) = 0.021
+# (the probe records the share, normlab.norms.probe; the report shows it)
+SATURATION_KNEE = 2.0

@@ -196,7 +196,16 @@ def fairseq_flags(cfg, updates: int) -> list[str]:
         raise SystemExit(
             "the comparison covers adam + inverse_sqrt + update_freq 1 (the IWSLT14 presets)"
         )
-    if not (m.share_all_embeddings and m.normalize_before) or t.warmup_steps <= 0 or t.clip_norm:
+    placement = m.get("placement") or ("pre" if m.normalize_before else "post")
+    plain = (
+        not (m.get("layernorm_scaling") or m.get("embed_norm")) and m.get("final_norm") is not False
+    )
+    if placement != "pre" or not plain:
+        raise SystemExit(
+            "the comparison covers fairseq's pre-norm (task.model.placement=pre, its final norms, "
+            "no embedding norm or layernorm scaling)"
+        )
+    if not m.share_all_embeddings or t.warmup_steps <= 0 or t.clip_norm:
         raise SystemExit(
             "the comparison covers pre-norm, shared embeddings, warm-up > 0 and no clipping"
         )

@@ -104,11 +104,25 @@ def expect(error, match, overrides, tmp, run_dir, before, data_dir=None):
             "task.train.update_freq=0",
             r"task.train.update_freq=0: must be >= 1 micro-batches.*command line",
         ),
+        (
+            "task.model.placement=sandwich",
+            r"model.placement='sandwich': must be one of \['post', 'pre', 'peri', 'mixln', 'deepnorm'\]",
+        ),
+        (
+            ("task.model.placement=post", "task.model.layernorm_scaling=true"),
+            r"task.model.layernorm_scaling=True: scales the pre-norm output, so it needs the pre "
+            r"placement, not post \(.*task.model.placement set on the command line",
+        ),
+        (
+            ("task.model.placement=mixln", "task.model.mixln_post_layers=3"),
+            r"model.mixln_post_layers=3: must be between 0 and the layers \(1\)",
+        ),
     ],
 )
 def test_bad_config_is_refused_before_anything_is_written(existing, override, match):
     tmp, run_dir, before = existing
-    expect(ConfigError, match, [*RT, override], tmp, run_dir, before)
+    overrides = [override] if isinstance(override, str) else list(override)
+    expect(ConfigError, match, [*RT, *overrides], tmp, run_dir, before)
 
 
 TASK_FILE = """name: rt

@@ -462,3 +462,36 @@ def test_grad_probe_sigma_ratio_channels_first(name):
     ratio = got["grad/1/ratio_s2"]
     assert ratio == pytest.approx(1.0, abs=1e-4) if name == "detachnorm" else ratio < 0.99
     assert got["grad/1/in_sigma"] > 0
+
+
+@pytest.mark.parametrize("name,shift", [("dyt", None), ("derf", 0.3)])
+def test_grad_probe_logs_alpha_and_the_share_past_the_knee(name, shift):
+    from normlab.norms.probe import KNEE
+
+    model = _probe_model(name)
+    lin1, norm, lin2 = model
+    with torch.no_grad():
+        norm.alpha.fill_(0.7)
+        if shift is not None:
+            norm.shift.fill_(shift)
+    shares = []
+    with GradProbe(model) as probe:
+        for step in range(2):
+            x = xin(4, 5, 6, seed=step) * 3.0  # wide inputs: some past the knee, some not
+            h = lin1(x)
+            shares.append(((0.7 * h.detach() + (shift or 0.0)).abs() > KNEE).double().mean().item())
+            lin2(norm(h)).sum().backward()
+        got = probe.pop()
+    assert 0.0 < shares[0] < 1.0
+    assert got["alpha/1/alpha"] == pytest.approx(0.7)
+    assert got["alpha/1/saturated"] == pytest.approx(sum(shares) / 2, rel=1e-12)
+    assert got["alpha/all/saturated"] == got["alpha/1/saturated"]
+    assert "grad/all/alpha" not in got and "grad/all/saturated" not in got
+
+
+def test_grad_probe_logs_no_alpha_for_norms_without_one():
+    model = _probe_model("layernorm")
+    with GradProbe(model) as probe:
+        model(xin(2, 6)).sum().backward()
+        got = probe.pop()
+    assert got and not [k for k in got if k.startswith("alpha/")]

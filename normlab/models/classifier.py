@@ -28,7 +28,7 @@ class TransformerClassifier(nn.Module):
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:  # (B, T) -> (B, classes)
         pad_mask = tokens.eq(self.pad)
-        h = self.encoder(self.embed(tokens), pad_mask)  # (B, T, d)
+        h = self.encoder(self.embed(tokens, norm=self.encoder.layernorm_embedding), pad_mask)
         keep = (~pad_mask).unsqueeze(-1).to(h.dtype)
         pooled = (h * keep).sum(1) / keep.sum(1).clamp_min(1.0)
         return self.head(self.drop(pooled))

@@ -19,7 +19,8 @@ def sinusoidal_table(n: int, d: int) -> torch.Tensor:
 
 
 class TokenEmbedding(nn.Module):
-    """embed(tokens) * sqrt(d) + sinusoidal position, then dropout. ``weight`` can be tied."""
+    """embed(tokens) * sqrt(d) + sinusoidal position, then (the stack's embedding norm, when it
+    has one: fairseq's ``layernorm_embedding``) dropout. ``weight`` can be tied."""
 
     def __init__(
         self, vocab: int, d_model: int, pad: int, dropout: float = 0.1, max_positions: int = 1024
@@ -39,11 +40,13 @@ class TokenEmbedding(nn.Module):
     def weight(self) -> nn.Parameter:
         return self.embed.weight
 
-    def forward(self, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:  # (B, T) -> (B, T, d)
+    def forward(self, tokens: torch.Tensor, offset: int = 0, norm=None) -> torch.Tensor:
+        """(B, T) -> (B, T, d); ``norm``: the reading stack's embedding norm, or None."""
         T = tokens.shape[1]
         if offset + T > self.positions.shape[0]:
             raise ValueError(
                 f"sequence length {offset + T} exceeds max_positions={self.positions.shape[0]}; "
                 "raise model.max_positions"
             )
-        return self.drop(self.embed(tokens) * self.scale + self.positions[offset : offset + T])
+        x = self.embed(tokens) * self.scale + self.positions[offset : offset + T]
+        return self.drop(norm(x) if norm is not None else x)

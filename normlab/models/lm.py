@@ -45,5 +45,6 @@ class TransformerLM(nn.Module):
         self.out_bias = nn.Parameter(torch.zeros(vocab))
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        h = self.decoder(self.embed(tokens), causal=True)  # (B, T, d)
+        x = self.embed(tokens, norm=self.decoder.layernorm_embedding)
+        h = self.decoder(x, causal=True)  # (B, T, d)
         return F.linear(h, self.embed.weight[: self.vocab], self.out_bias)  # (B, T, vocab)

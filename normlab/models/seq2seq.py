@@ -55,10 +55,9 @@ class TransformerSeq2Seq(nn.Module):
             if share_all_embeddings
             else TokenEmbedding(tgt_vocab, cfg.d_model, pad, cfg.dropout, max_positions)
         )
-        self.encoder = TransformerEncoder(cfg, norm)
-        self.decoder = TransformerDecoder(
-            dataclasses.replace(cfg, layers=decoder_layers or cfg.layers), norm
-        )
+        dec = dataclasses.replace(cfg, layers=decoder_layers or cfg.layers)
+        self.encoder = TransformerEncoder(cfg, norm, role="encoder", other=dec.layers)
+        self.decoder = TransformerDecoder(dec, norm, role="decoder", other=cfg.layers)
         self.out_proj = None
         if not (share_all_embeddings or share_decoder_input_output):
             self.out_proj = nn.Linear(cfg.d_model, tgt_vocab, bias=False)
@@ -69,13 +68,15 @@ class TransformerSeq2Seq(nn.Module):
 
     def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         pad_mask = src.eq(self.pad)  # (B, S)
-        return self.encoder(self.src_embed(src), pad_mask), pad_mask  # (B, S, d)
+        x = self.src_embed(src, norm=self.encoder.layernorm_embedding)
+        return self.encoder(x, pad_mask), pad_mask  # (B, S, d)
 
     def forward(self, src: torch.Tensor, prev: torch.Tensor) -> torch.Tensor:
         """Teacher forcing: ``prev`` = </s> + target[:-1], right-padded. Returns logits (B, T, V).
         Padding sits after every real position, so the causal mask alone keeps it out of view."""
         memory, pad_mask = self.encode(src)
-        return self.project(self.decoder(self.tgt_embed(prev), memory, pad_mask))
+        x = self.tgt_embed(prev, norm=self.decoder.layernorm_embedding)
+        return self.project(self.decoder(x, memory, pad_mask))
 
     # --- incremental decoding ------------------------------------------------------------------
     @staticmethod
@@ -108,7 +109,7 @@ class TransformerSeq2Seq(nn.Module):
     @torch.no_grad()
     def step(self, tokens: torch.Tensor, state: dict) -> torch.Tensor:
         """Log-probabilities (N, V) of the next token given the last one (N,); updates ``state``."""
-        x = self.tgt_embed(tokens[:, None], offset=state["step"])  # (N, 1, d)
+        x = self.tgt_embed(tokens[:, None], state["step"], self.decoder.layernorm_embedding)
         for i, layer in enumerate(self.decoder.layers):
 
             def self_attn(h, i=i, attn=layer.self_attn):
@@ -119,17 +120,17 @@ class TransformerSeq2Seq(nn.Module):
                 state["self"][i] = (k, v)  # (N, H, t, dh)
                 return self._attend(attn, h, k, v)
 
-            x = layer.residual(x, layer.self_attn_layer_norm, self_attn)
+            x = layer.residual(x, layer.self_attn_layer_norm, self_attn, layer.self_attn_out_norm)
             x = layer.residual(
                 x,
                 layer.encoder_attn_layer_norm,
                 lambda h, i=i, attn=layer.encoder_attn: self._attend(
                     attn, h, *state["cross"][i], state["mask"]
                 ),
+                layer.encoder_attn_out_norm,
             )
-            x = layer.residual(x, layer.final_layer_norm, layer.ffn)
-        if self.decoder.layer_norm is not None:
-            x = self.decoder.layer_norm(x)
+            x = layer.residual(x, layer.final_layer_norm, layer.ffn, layer.ffn_out_norm)
+        x = self.decoder.finish(x)
         state["step"] += 1
         return F.log_softmax(self.project(x[:, 0]).float(), dim=-1)
 

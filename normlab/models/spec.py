@@ -60,13 +60,17 @@ def load_export(folder: Path, impl: Optional[str] = None, device: str = "cpu") -
     """The model that ``normlab-export`` wrote to ``folder``, in eval mode: built from model.json,
     weights from model.pt. ``impl="reference"`` runs every norm's plain math instead of the
     native kernels the model was trained with (the same function; nothing to compile)."""
-    from ..norms import norm_factory
+    from ..norms.sites import site_factory
 
     folder = Path(folder)
     meta = json.loads((folder / "model.json").read_text())
-    options = dict(meta["norm"].get("options") or {})
-    if impl is not None:
-        options["impl"] = impl
-    model = build(meta["model"], norm_factory(meta["norm"]["name"], **options))
+    norm = dict(meta["norm"])
+    if impl is not None:  # every site's norm on that path, the run's and the per-site ones
+        norm["options"] = {**(norm.get("options") or {}), "impl": impl}
+        norm["sites"] = {
+            s: {**v, "options": {**(v.get("options") or {}), "impl": impl}}
+            for s, v in (norm.get("sites") or {}).items()
+        }
+    model = build(meta["model"], site_factory(norm))
     model.load_state_dict(torch.load(folder / "model.pt", map_location=device, weights_only=True))
     return model.to(device).eval()

@@ -1,10 +1,14 @@
 """The one Transformer of normlab: attention, encoder/decoder layers and stacks.
 
 Every norm position is built by a ``norm`` factory (``dim -> nn.Module``, see
-``normlab.norms.norm_factory``); nothing here names a norm class. Pre/post placement follows
-fairseq's ``normalize_before``: post-norm x <- N(x + F(x)); pre-norm x <- x + F(N(x)), and only
-pre-norm stacks end with a final norm. Module names follow fairseq (``self_attn_layer_norm``,
-``encoder_attn_layer_norm``, ``final_layer_norm``, ``layer_norm``).
+``normlab.norms.norm_factory``), asked for by its site (``normlab.norms.sites``: attn,
+cross_attn, ffn, their peri output norms, embed, final), so a run can put a different norm or
+option at one site; nothing here names a norm class. Where the norms sit is
+``placement`` (post, pre, peri, mixln, deepnorm; ``normlab.models.placement`` defines each): with
+``placement`` unset, fairseq's ``normalize_before`` decides between post-norm x <- N(x + F(x)) and
+pre-norm x <- x + F(N(x)). Module names follow fairseq (``self_attn_layer_norm``,
+``encoder_attn_layer_norm``, ``final_layer_norm`` for the FFN's, the stack's ``layer_norm`` and
+``layernorm_embedding``); peri's output norms are ``*_out_norm``.
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ from typing import Callable, Optional
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from ..norms.sites import at
+from . import placement as place
 
 NormFactory = Callable[[int], nn.Module]
 
@@ -30,6 +37,11 @@ class TransformerConfig:
     act_dropout: float = 0.0
     normalize_before: bool = True
     activation: str = "relu"
+    placement: Optional[str] = None  # null: pre when normalize_before, else post
+    layernorm_scaling: bool = False
+    mixln_post_layers: Optional[int] = None
+    embed_norm: Optional[bool] = None  # null: off
+    final_norm: Optional[bool] = None  # null: the placement's (placement.has_final_norm)
 
     def __post_init__(self):
         if self.d_model % self.heads:
@@ -47,6 +59,7 @@ class TransformerConfig:
             raise ValueError(
                 f"model.activation must be one of {list(ACTIVATIONS)}, got {self.activation!r}"
             )
+        self.placement = place.resolve(self)
 
 
 ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
@@ -100,81 +113,112 @@ class MultiheadAttention(nn.Module):
 class _Block(nn.Module):
     """Shared residual wiring of encoder and decoder layers."""
 
-    def __init__(self, cfg: TransformerConfig, norm: NormFactory):
+    def __init__(self, cfg: TransformerConfig, norm: NormFactory, wiring: place.Wiring):
         super().__init__()
-        self.normalize_before = cfg.normalize_before
+        self.wiring = wiring
         self.drop = nn.Dropout(cfg.dropout)
         self.act = ACTIVATIONS[cfg.activation]
         self.act_drop = nn.Dropout(cfg.act_dropout)
         self.fc1 = nn.Linear(cfg.d_model, cfg.ffn_dim)
         self.fc2 = nn.Linear(cfg.ffn_dim, cfg.d_model)
-        self.final_layer_norm = norm(cfg.d_model)
+        self.final_layer_norm = at(norm, "ffn")(cfg.d_model)
+        self.ffn_out_norm = self.out_norm(cfg, norm, "ffn_out")
 
-    def residual(self, x, norm, fn):
-        h = norm(x) if self.normalize_before else x
-        x = x + self.drop(fn(h))
-        return x if self.normalize_before else norm(x)
+    def out_norm(self, cfg: TransformerConfig, norm: NormFactory, site: str) -> Optional[nn.Module]:
+        return at(norm, site)(cfg.d_model) if self.wiring.mode == "peri" else None
+
+    def residual(self, x, norm, fn, out_norm=None):
+        """One sublayer ``fn`` and its norm(s) on the residual stream, as the wiring says."""
+        w = self.wiring
+        if w.norm_first:
+            h = norm(x)
+            y = fn(h * w.scale if w.scale != 1.0 else h)
+            return x + self.drop(out_norm(y) if out_norm is not None else y)
+        y = self.drop(fn(x))
+        return norm(x * w.alpha + y if w.alpha != 1.0 else x + y)
 
     def ffn(self, h):
         return self.fc2(self.act_drop(self.act(self.fc1(h))))
 
 
 class EncoderLayer(_Block):
-    def __init__(self, cfg: TransformerConfig, norm: NormFactory):
-        super().__init__(cfg, norm)
+    def __init__(self, cfg: TransformerConfig, norm: NormFactory, wiring: place.Wiring):
+        super().__init__(cfg, norm, wiring)
         self.self_attn = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attn_dropout)
-        self.self_attn_layer_norm = norm(cfg.d_model)
+        self.self_attn_layer_norm = at(norm, "attn")(cfg.d_model)
+        self.self_attn_out_norm = self.out_norm(cfg, norm, "attn_out")
 
     def forward(self, x, pad_mask=None, causal=False):
         x = self.residual(
-            x, self.self_attn_layer_norm, lambda h: self.self_attn(h, h, h, pad_mask, causal)
+            x,
+            self.self_attn_layer_norm,
+            lambda h: self.self_attn(h, h, h, pad_mask, causal),
+            self.self_attn_out_norm,
         )
-        return self.residual(x, self.final_layer_norm, self.ffn)
+        return self.residual(x, self.final_layer_norm, self.ffn, self.ffn_out_norm)
 
 
 class DecoderLayer(_Block):
-    def __init__(self, cfg: TransformerConfig, norm: NormFactory):
-        super().__init__(cfg, norm)
+    def __init__(self, cfg: TransformerConfig, norm: NormFactory, wiring: place.Wiring):
+        super().__init__(cfg, norm, wiring)
         self.self_attn = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attn_dropout)
-        self.self_attn_layer_norm = norm(cfg.d_model)
+        self.self_attn_layer_norm = at(norm, "attn")(cfg.d_model)
+        self.self_attn_out_norm = self.out_norm(cfg, norm, "attn_out")
         self.encoder_attn = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attn_dropout)
-        self.encoder_attn_layer_norm = norm(cfg.d_model)
+        self.encoder_attn_layer_norm = at(norm, "cross_attn")(cfg.d_model)
+        self.encoder_attn_out_norm = self.out_norm(cfg, norm, "cross_attn_out")
 
     def forward(self, x, memory, memory_pad_mask=None, self_pad_mask=None):
         x = self.residual(
             x,
             self.self_attn_layer_norm,
             lambda h: self.self_attn(h, h, h, self_pad_mask, causal=True),
+            self.self_attn_out_norm,
         )
         x = self.residual(
             x,
             self.encoder_attn_layer_norm,
             lambda h: self.encoder_attn(h, memory, memory, memory_pad_mask),
+            self.encoder_attn_out_norm,
         )
-        return self.residual(x, self.final_layer_norm, self.ffn)
+        return self.residual(x, self.final_layer_norm, self.ffn, self.ffn_out_norm)
 
 
-class TransformerEncoder(nn.Module):
+class _Stack(nn.Module):
+    """Layers wired by the placement, the optional embedding and final norms, DeepNorm's init.
+    role: "stack" (LM, classifier), or "encoder"/"decoder" of an encoder-decoder whose other
+    stack has ``other`` layers (DeepNorm's constants depend on both)."""
+
+    def __init__(self, layer_cls, cfg: TransformerConfig, norm: NormFactory, role, other):
+        super().__init__()
+        wirings = place.wirings(cfg, role, other)
+        self.layers = nn.ModuleList(layer_cls(cfg, norm, w) for w in wirings)
+        self.layer_norm = at(norm, "final")(cfg.d_model) if place.has_final_norm(cfg) else None
+        self.layernorm_embedding = at(norm, "embed")(cfg.d_model) if cfg.embed_norm else None
+        if cfg.placement == "deepnorm":
+            place.deepnorm_init(self.layers, place.deepnorm_constants(role, cfg.layers, other)[1])
+
+    def finish(self, x):
+        return self.layer_norm(x) if self.layer_norm is not None else x
+
+
+class TransformerEncoder(_Stack):
     """A stack of encoder layers; ``causal=True`` makes it a decoder-only LM body."""
 
-    def __init__(self, cfg: TransformerConfig, norm: NormFactory):
-        super().__init__()
-        self.layers = nn.ModuleList(EncoderLayer(cfg, norm) for _ in range(cfg.layers))
-        self.layer_norm = norm(cfg.d_model) if cfg.normalize_before else None
+    def __init__(self, cfg: TransformerConfig, norm: NormFactory, role="stack", other=0):
+        super().__init__(EncoderLayer, cfg, norm, role, other)
 
     def forward(self, x, pad_mask=None, causal=False):  # x: (B, T, d) embedded input
         for layer in self.layers:
             x = layer(x, pad_mask, causal)
-        return self.layer_norm(x) if self.layer_norm is not None else x
+        return self.finish(x)
 
 
-class TransformerDecoder(nn.Module):
-    def __init__(self, cfg: TransformerConfig, norm: NormFactory):
-        super().__init__()
-        self.layers = nn.ModuleList(DecoderLayer(cfg, norm) for _ in range(cfg.layers))
-        self.layer_norm = norm(cfg.d_model) if cfg.normalize_before else None
+class TransformerDecoder(_Stack):
+    def __init__(self, cfg: TransformerConfig, norm: NormFactory, role="decoder", other=0):
+        super().__init__(DecoderLayer, cfg, norm, role, other)
 
     def forward(self, x, memory, memory_pad_mask=None, self_pad_mask=None):
         for layer in self.layers:
             x = layer(x, memory, memory_pad_mask, self_pad_mask)
-        return self.layer_norm(x) if self.layer_norm is not None else x
+        return self.finish(x)

@@ -11,6 +11,11 @@ input scale), so the probe also records sigma (a forward hook on the same layers
 sigma^2-weighted input-gradient variance mean_t(Var_t(dl/dx) * sigma_t^2): its ratio to the output
 gradient's variance ("ratio_s2") is exactly 1 for DetachNorm (up to eps) and <= 1 for
 LayerNorm-simple, token by token, whatever the input scale.
+
+For the norms with a learned input scale alpha (DyT's tanh(alpha x), Derf's erf(alpha x + s)) it
+also records, per layer, alpha and the share of the layer's input elements past the knee,
+|alpha x (+ s)| > KNEE: there tanh' < 0.071 (erf' < 0.021), so those elements pass almost no
+gradient (the saturation that DyT's issue #6 reports).
 """
 
 from __future__ import annotations
@@ -20,9 +25,26 @@ from collections import defaultdict
 import torch
 from torch import nn
 
+from ..schema import SATURATION_KNEE
 from .registry import NORM_TYPES
 
 STATS = ("mean", "absmean", "var")
+KNEE = SATURATION_KNEE
+
+
+def saturation(module: nn.Module, x: torch.Tensor) -> tuple[float, float] | None:
+    """(alpha, share of elements with |alpha x + shift| > KNEE) of a norm with a scalar alpha
+    (DyT, Derf), None for any other norm."""
+    alpha = getattr(module, "alpha", None)
+    if not isinstance(alpha, torch.Tensor) or alpha.numel() != 1:
+        return None
+    a = alpha.detach().double()
+    u = x.detach().double() * a
+    shift = getattr(module, "shift", None)
+    if isinstance(shift, torch.Tensor) and shift.numel() == 1:
+        u = u + shift.detach().double()
+    a_val, share = torch.stack([a.reshape(()), (u.abs() > KNEE).double().mean()]).tolist()
+    return a_val, share
 
 
 def _tokens(t: torch.Tensor, channels_first: bool) -> torch.Tensor:
@@ -75,6 +97,11 @@ class GradProbe:
             # A stack, since a module called twice in one forward is backpropagated in reverse order.
             if torch.is_grad_enabled() and inputs and isinstance(inputs[0], torch.Tensor):
                 self._sigma[name].append(token_sigma(inputs[0], cf))
+                sat = saturation(mod, inputs[0])
+                if sat is not None:
+                    for k, v in zip(("alpha", "saturated"), sat):
+                        self._sums[f"alpha/{name}/{k}"] += v
+                        self._counts[f"alpha/{name}/{k}"] += 1
 
         return hook
 
@@ -116,7 +143,9 @@ class GradProbe:
     def pop(self) -> dict[str, float]:
         """Averages since the last pop, keyed ``grad/<layer>/<in|out>_<mean|absmean|var>``, the
         input's ``in_sigma`` and ``in_var_s2``, the per-layer ``ratio_s2`` = in_var_s2 / out_var
-        (Theorem 1's sigma^2-normalized variance ratio), plus ``grad/all/...`` averaged over layers."""
+        (Theorem 1's sigma^2-normalized variance ratio), plus ``grad/all/...`` averaged over layers;
+        for DyT-like layers ``alpha/<layer>/alpha`` and ``alpha/<layer>/saturated`` (the share past
+        the knee), and their means over layers under ``alpha/all/``."""
         out = {k: self._sums[k] / self._counts[k] for k in self._sums}
         for k in [k for k in out if k.endswith("/in_var_s2")]:
             out_var = out.get(k[: -len("in_var_s2")] + "out_var")
@@ -124,7 +153,8 @@ class GradProbe:
                 out[k[: -len("in_var_s2")] + "ratio_s2"] = out[k] / out_var
         agg: dict[str, list[float]] = defaultdict(list)
         for k, v in out.items():
-            agg["grad/all/" + k.rsplit("/", 1)[1]].append(v)
+            kind = k.split("/", 1)[0]
+            agg[f"{kind}/all/" + k.rsplit("/", 1)[1]].append(v)
         out.update({k: sum(v) / len(v) for k, v in agg.items()})
         self._sums.clear()
         self._counts.clear()

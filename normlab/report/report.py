@@ -25,6 +25,7 @@ from .paper_figures import PAPER_FIGURES, paper_figure
 from .paper_tables import TABLES, data_table, paper_tables, runs_table, summary_table
 from .regime import regime_sentence
 from .runs import Run
+from .saturation import has_alpha, saturation_table
 from .settings import settings_table
 from .tuned import member_findings
 
@@ -70,6 +71,8 @@ def write_report(
     extra.append(base)
     if has_probe(grid):
         extra.append(grad_table(grid))
+    if has_alpha(grid):
+        extra.append(saturation_table(grid))
     if (st := settings_table(grid)) is not None:
         extra.append(st)
     extra += [data_table(grid), runs_table(grid)]
