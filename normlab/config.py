@@ -100,7 +100,14 @@ def train_config(section: dict) -> TrainConfig:
         ("update_freq", t.update_freq >= 1, "must be >= 1 micro-batches per optimizer step"),
     ] + [
         (k, getattr(t, k) >= 0, "must be >= 0 (0 = off)")
-        for k in ("eval_every", "checkpoint_every", "patience", "probe_every", "warmup_steps")
+        for k in (
+            "eval_every",
+            "checkpoint_every",
+            "patience",
+            "probe_every",
+            "warmup_steps",
+            "scurve",
+        )
     ]
     for key, ok, want in checks:
         if not ok:
@@ -244,6 +251,7 @@ ADDED_KEYS = {
     "task.model.embed_norm": None,
     "task.model.final_norm": None,
     "norm.affine": None,
+    "task.train.scurve": 0,
     "norm.sites": {},
 }
 _MISSING = object()

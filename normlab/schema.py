@@ -38,6 +38,7 @@ class TrainConfig:
     select: str = "metric"  # choose the best checkpoint on the valid "metric" or "loss"
     diverge_loss: float = 1e4  # a train loss above this (or NaN/inf) ends the run as diverged
     probe_every: int = 0  # log Theorem-1 gradient statistics every N steps; 0 = off
+    scurve: int = 0  # at the end, the S-curve record and figure of this many norm layers; 0 = off
     update_freq: int = 1  # micro-batches per optimizer step (fairseq --update-freq)
 
 

@@ -30,7 +30,7 @@ from ..norms import native
 from ..schema import default
 from ..study import pin
 from ..tasks import get_task_class
-from . import accel, distributed
+from . import accel, distributed, probes
 from .consolelog import ConsoleLog
 from .outcome import STOPPED, end_line
 from .progress import enable_bars
@@ -328,6 +328,8 @@ def _run_locked(cfg, run_dir: Path, overrides, ctx, start: float, console: Conso
         trainer.logger.log(
             {"epoch": trainer.state.epoch, "split": "test", **test}, trainer.state.step
         )
+        if job.train.scurve:
+            probes.write_scurve(job, task, trainer.module, run_dir)
     return finish(status, error, test)
 
 
