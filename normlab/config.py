@@ -250,6 +250,7 @@ ADDED_KEYS = {
     "task.model.mixln_post_layers": None,
     "task.model.embed_norm": None,
     "task.model.final_norm": None,
+    "task.model.qk_norm": False,
     "norm.affine": None,
     "task.train.scurve": 0,
     "norm.sites": {},

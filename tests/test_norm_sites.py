@@ -21,12 +21,14 @@ SITE_OF = {
     "ffn_out_norm": "ffn_out",
     "layernorm_embedding": "embed",
     "layer_norm": "final",
+    "q_norm": "q",
+    "k_norm": "k",
 }
 
 
 def model(norm: dict) -> TransformerSeq2Seq:
     cfg = TransformerConfig(
-        d_model=8, heads=2, ffn_dim=16, layers=2, placement="peri", embed_norm=True
+        d_model=8, heads=2, ffn_dim=16, layers=2, placement="peri", embed_norm=True, qk_norm=True
     )
     return TransformerSeq2Seq(20, 20, 0, 1, cfg, site_factory(norm))
 
@@ -51,6 +53,8 @@ def test_every_site_is_reached_in_a_transformer():
         "ffn_out": 4,
         "embed": 2,  # one per stack
         "final": 2,
+        "q": 6,  # every attention: 2 + 2 self, 2 cross
+        "k": 6,
     }
 
 

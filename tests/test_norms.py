@@ -495,3 +495,23 @@ def test_grad_probe_logs_no_alpha_for_norms_without_one():
         model(xin(2, 6)).sum().backward()
         got = probe.pop()
     assert got and not [k for k in got if k.startswith("alpha/")]
+
+
+@pytest.mark.parametrize("impl", ["fused", "reference"])
+def test_rmsnorm_unit_offset_is_gemmas_one_plus_w_gain(impl):
+    gemma = build_norm("rmsnorm", 6, unit_offset=True, impl=impl).double()
+    plain = build_norm("rmsnorm", 6, impl=impl).double()
+    assert torch.equal(gemma.weight, torch.zeros(6, dtype=torch.float64))  # w starts at 0: g = 1
+    with torch.no_grad():
+        gemma.weight.copy_(torch.linspace(-0.5, 0.5, 6))
+        plain.weight.copy_(1 + gemma.weight)
+    x = xin(3, 4, 6, seed=2).requires_grad_(True)
+    x2 = x.detach().clone().requires_grad_(True)
+    g = torch.randn(3, 4, 6, dtype=torch.float64)
+    y, y2 = gemma(x), plain(x2)
+    torch.testing.assert_close(y, y2, rtol=0, atol=1e-12)
+    dx, dw = torch.autograd.grad(y, [x, gemma.weight], g)
+    dx2, dg = torch.autograd.grad(y2, [x2, plain.weight], g)
+    torch.testing.assert_close(dx, dx2, rtol=0, atol=1e-12)
+    torch.testing.assert_close(dw, dg, rtol=0, atol=1e-12)  # d/dw = d/dg: the same training
+    assert build_norm("rmsnorm", 6, unit_offset=True, affine=False).weight is None

@@ -242,3 +242,37 @@ def test_a_placement_sweep_runs_on_real_data_at_smoke_scale(task, tmp_path, data
     # final norms where the stream is left raw; peri's output norms on top
     assert n["post"] == n["deepnorm"] < n["pre"] == n["mixln"] < n["peri"]
     assert len({round(x["best_valid"]["loss"], 6) for x in s.values()}) == len(s)  # five models
+
+
+def test_qk_norm_normalizes_each_heads_queries_and_keys_by_norms_of_their_own():
+    from normlab.models.transformer import MultiheadAttention
+
+    torch.manual_seed(0)
+    attn = MultiheadAttention(D, H, qk_norm=norm_factory("layernorm", impl="reference")).double()
+    with torch.no_grad():
+        attn.q_norm.weight.uniform_(0.5, 1.5)
+        attn.k_norm.bias.uniform_(-0.2, 0.2)
+    assert attn.q_norm is not attn.k_norm
+    x = torch.randn(2, 5, D, dtype=torch.float64)
+    dh = D // H
+
+    def heads(t):
+        return t.view(2, 5, H, dh).transpose(1, 2)
+
+    q = F.layer_norm(heads(attn.q_proj(x)), (dh,), attn.q_norm.weight, attn.q_norm.bias, 1e-5)
+    k = F.layer_norm(heads(attn.k_proj(x)), (dh,), attn.k_norm.weight, attn.k_norm.bias, 1e-5)
+    w = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(dh), -1)
+    want = attn.out_proj((w @ heads(attn.v_proj(x))).transpose(1, 2).reshape(2, 5, D))
+    torch.testing.assert_close(attn(x, x, x), want, rtol=0, atol=1e-12)
+
+
+def test_incremental_decoding_equals_the_full_forward_with_qk_norm():
+    torch.manual_seed(0)
+    c = cfg(placement="pre", layers=2, qk_norm=True)
+    m = TransformerSeq2Seq(20, 20, 0, 1, c, norm_factory("rmsnorm")).double().eval()
+    src = torch.randint(2, 20, (2, 5))
+    prev = torch.cat([torch.ones(2, 1, dtype=torch.long), torch.randint(2, 20, (2, 3))], 1)
+    full = F.log_softmax(m(src, prev), -1)
+    state = m.start(src)
+    steps = [m.step(prev[:, t], state) for t in range(prev.shape[1])]
+    torch.testing.assert_close(torch.stack(steps, 1), full.float(), rtol=0, atol=1e-5)

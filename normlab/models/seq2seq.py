@@ -81,7 +81,7 @@ class TransformerSeq2Seq(nn.Module):
     # --- incremental decoding ------------------------------------------------------------------
     @staticmethod
     def _attend(attn: MultiheadAttention, q_in, k, v, mask=None) -> torch.Tensor:
-        q = attn._split(attn.q_proj(q_in))  # (N, H, 1, dh)
+        q = attn.queries(q_in)  # (N, H, 1, dh)
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         N, H, T, dh = out.shape
         return attn.out_proj(out.transpose(1, 2).reshape(N, T, H * dh))
@@ -94,8 +94,8 @@ class TransformerSeq2Seq(nn.Module):
         memory, pad_mask = memory.repeat_interleave(beam, 0), pad_mask.repeat_interleave(beam, 0)
         cross = [
             (
-                layer.encoder_attn._split(layer.encoder_attn.k_proj(memory)),
-                layer.encoder_attn._split(layer.encoder_attn.v_proj(memory)),
+                layer.encoder_attn.keys(memory),
+                layer.encoder_attn.values(memory),
             )
             for layer in self.decoder.layers
         ]
@@ -113,7 +113,7 @@ class TransformerSeq2Seq(nn.Module):
         for i, layer in enumerate(self.decoder.layers):
 
             def self_attn(h, i=i, attn=layer.self_attn):
-                k, v = attn._split(attn.k_proj(h)), attn._split(attn.v_proj(h))
+                k, v = attn.keys(h), attn.values(h)
                 if state["self"][i] is not None:
                     k = torch.cat([state["self"][i][0], k], dim=2)
                     v = torch.cat([state["self"][i][1], v], dim=2)

@@ -42,6 +42,7 @@ class TransformerConfig:
     mixln_post_layers: Optional[int] = None
     embed_norm: Optional[bool] = None  # null: off
     final_norm: Optional[bool] = None  # null: the placement's (placement.has_final_norm)
+    qk_norm: bool = False  # per-head norms of queries and keys (sites q, k)
 
     def __post_init__(self):
         if self.d_model % self.heads:
@@ -66,17 +67,35 @@ ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
 
 class MultiheadAttention(nn.Module):
-    def __init__(self, d_model: int, heads: int, dropout: float = 0.0):
+    """``qk_norm``: a norm factory; each head's queries and keys are normalized over the head
+    dimension by two norms of their own (sites q and k) before the scaled dot product (QK-norm
+    as in ViT-22B and OLMo 2; the 1/sqrt(d/H) scale is kept)."""
+
+    def __init__(self, d_model: int, heads: int, dropout: float = 0.0, qk_norm=None):
         super().__init__()
         self.heads, self.dropout = heads, dropout
         self.q_proj = nn.Linear(d_model, d_model)
         self.k_proj = nn.Linear(d_model, d_model)
         self.v_proj = nn.Linear(d_model, d_model)
         self.out_proj = nn.Linear(d_model, d_model)
+        dh = d_model // heads
+        self.q_norm = at(qk_norm, "q")(dh) if qk_norm is not None else None
+        self.k_norm = at(qk_norm, "k")(dh) if qk_norm is not None else None
 
     def _split(self, x):  # (B, T, d) -> (B, H, T, d/H)
         B, T, d = x.shape
         return x.view(B, T, self.heads, d // self.heads).transpose(1, 2)
+
+    def queries(self, x):  # (B, T, d) -> (B, H, T, d/H), normalized under QK-norm
+        q = self._split(self.q_proj(x))
+        return self.q_norm(q) if self.q_norm is not None else q
+
+    def keys(self, x):
+        k = self._split(self.k_proj(x))
+        return self.k_norm(k) if self.k_norm is not None else k
+
+    def values(self, x):
+        return self._split(self.v_proj(x))
 
     def forward(
         self,
@@ -87,11 +106,7 @@ class MultiheadAttention(nn.Module):
         causal: bool = False,
     ) -> torch.Tensor:
         """key_padding_mask: (B, S) bool, True at padding keys. causal: query i sees keys <= i."""
-        q, k, v = (
-            self._split(self.q_proj(query)),
-            self._split(self.k_proj(key)),
-            self._split(self.v_proj(value)),
-        )
+        q, k, v = self.queries(query), self.keys(key), self.values(value)
         mask = None
         if key_padding_mask is not None:
             mask = ~key_padding_mask[:, None, None, :]  # True = may attend; (B, 1, 1, S)
@@ -108,6 +123,10 @@ class MultiheadAttention(nn.Module):
         )
         B, H, T, dh = out.shape
         return self.out_proj(out.transpose(1, 2).reshape(B, T, H * dh))
+
+
+def qk(cfg: TransformerConfig, norm: NormFactory):
+    return norm if cfg.qk_norm else None
 
 
 class _Block(nn.Module):
@@ -144,7 +163,7 @@ class _Block(nn.Module):
 class EncoderLayer(_Block):
     def __init__(self, cfg: TransformerConfig, norm: NormFactory, wiring: place.Wiring):
         super().__init__(cfg, norm, wiring)
-        self.self_attn = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attn_dropout)
+        self.self_attn = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attn_dropout, qk(cfg, norm))
         self.self_attn_layer_norm = at(norm, "attn")(cfg.d_model)
         self.self_attn_out_norm = self.out_norm(cfg, norm, "attn_out")
 
@@ -161,10 +180,12 @@ class EncoderLayer(_Block):
 class DecoderLayer(_Block):
     def __init__(self, cfg: TransformerConfig, norm: NormFactory, wiring: place.Wiring):
         super().__init__(cfg, norm, wiring)
-        self.self_attn = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attn_dropout)
+        self.self_attn = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attn_dropout, qk(cfg, norm))
         self.self_attn_layer_norm = at(norm, "attn")(cfg.d_model)
         self.self_attn_out_norm = self.out_norm(cfg, norm, "attn_out")
-        self.encoder_attn = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attn_dropout)
+        self.encoder_attn = MultiheadAttention(
+            cfg.d_model, cfg.heads, cfg.attn_dropout, qk(cfg, norm)
+        )
         self.encoder_attn_layer_norm = at(norm, "cross_attn")(cfg.d_model)
         self.encoder_attn_out_norm = self.out_norm(cfg, norm, "cross_attn_out")
 

@@ -97,8 +97,8 @@ def adanorm(m, x: torch.Tensor) -> torch.Tensor:
 
 def rmsnorm(m, x: torch.Tensor) -> torch.Tensor:
     if m.numerics == "paper" and x.dtype == torch.float32:  # half x: fp32 statistics below
-        return TF.rms_norm(x, (x.shape[-1],), m.weight, m.eps)
-    return _compile(_rms)(x, m.weight, m.eps, m.numerics)
+        return TF.rms_norm(x, (x.shape[-1],), m.gain, m.eps)
+    return _compile(_rms)(x, m.gain, m.eps, m.numerics)
 
 
 def scalenorm(m, x: torch.Tensor) -> torch.Tensor:

@@ -156,19 +156,42 @@ class AdaNorm(Norm):
 
 
 class RMSNorm(Norm):
+    """x / rms(x) * g. ``unit_offset``: the gain is stored as w with g = 1 + w, w starting at 0
+    (Gemma's RMSNorm)."""
+
     def __init__(
-        self, dim, eps=1e-5, affine=True, numerics="paper", channels_first=False, impl="fused"
+        self,
+        dim,
+        eps=1e-5,
+        affine=True,
+        unit_offset=False,
+        numerics="paper",
+        channels_first=False,
+        impl="fused",
     ):
         if numerics not in F.NUMERICS:
             raise ValueError(f"numerics must be one of {F.NUMERICS}, got {numerics!r}")
         super().__init__(dim, gain=affine, channels_first=channels_first, impl=impl)
-        self.eps, self.numerics = eps, numerics
+        self.eps, self.numerics, self.unit_offset = eps, numerics, bool(unit_offset and affine)
+        if self.unit_offset:
+            with torch.no_grad():
+                self.weight.zero_()
+
+    @property
+    def gain(self):
+        """The gain the output is multiplied by (None without affine)."""
+        return self.weight + 1 if self.unit_offset else self.weight
 
     def normalize(self, x):
         return F.rmsnorm(x, self.eps, self.numerics)
 
+    def reference(self, x):
+        g = self.gain
+        y = self.normalize(x)
+        return y if g is None else y * g
+
     def fused(self, x):
-        return fused.rmsnorm(x, self.weight, self.eps, self.numerics)
+        return fused.rmsnorm(x, self.gain, self.eps, self.numerics)
 
     def on_cuda(self, x):
         return cuda.rmsnorm(self, x)

@@ -32,6 +32,8 @@ SITES = {
     "ffn_out": "peri's norm on the FFN output (ffn_out_norm)",
     "embed": "the embedding norm (layernorm_embedding; task.model.embed_norm)",
     "final": "the stack's last norm (layer_norm; task.model.final_norm)",
+    "q": "each attention's query norm over the head dimension (q_norm; task.model.qk_norm)",
+    "k": "each attention's key norm over the head dimension (k_norm; task.model.qk_norm)",
 }
 # a norm whose gain and bias are fixed by its name, and its member without them
 AFFINE_FREE = {"layernorm": "layernorm_simple"}
