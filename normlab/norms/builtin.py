@@ -54,25 +54,7 @@ def _adanorm(dim, C=1.0, k=0.1, eps=1e-5, numerics="paper", channels_first=False
     )
 
 
-@register_norm("rmsnorm", eps=">0", numerics=NUMERICS, unit_offset=(False, True))
-def _rmsnorm(
-    dim,
-    eps=1e-5,
-    affine=True,
-    unit_offset=False,
-    numerics="paper",
-    channels_first=False,
-    impl="fused",
-):
-    return L.RMSNorm(
-        dim,
-        eps=eps,
-        affine=affine,
-        unit_offset=unit_offset,
-        numerics=numerics,
-        channels_first=channels_first,
-        impl=impl,
-    )
+register_norm("rmsnorm", eps=">0", numerics=NUMERICS, unit_offset=(False, True))(L.RMSNorm)
 
 
 # tanh(alpha x): alpha <= 0 flips or flattens it
