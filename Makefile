@@ -15,7 +15,7 @@ SEED ?= 1
 # normlab's one default data folder, as in normlab/configs/paths/default.yaml: ./data
 export NORMLAB_DATA ?= $(abspath data)
 
-.PHONY: help install demo example test test-slow test-docs test-hydra lint docs format train sweep reproduce-table reproduce-tuned reproduce-prenorm grid-start grid-status grid-stop gpu-wheels bench clean fairseq-env test-fairseq bench-fairseq compare-fairseq
+.PHONY: help install demo example test test-slow test-docs test-hydra lint docs format train sweep reproduce-table reproduce-tuned reproduce-prenorm reproduce-placement grid-start grid-status grid-stop gpu-wheels bench clean fairseq-env test-fairseq bench-fairseq compare-fairseq
 
 help:  ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -75,7 +75,7 @@ sweep: $(PY)  ## task x norm x seed grid: make sweep TASKS=rt NORMS=layernorm,la
 
 # The studies (docs/studies.md). SEEDS: the evaluation seeds by default (normlab/configs/study/seeds.yaml);
 # BUDGET_MIN: start no job after that many minutes; COMMIT: train at that commit; OVERRIDES: Hydra
-# overrides for every job of reproduce-table and reproduce-prenorm (e.g. OVERRIDES=logger=wandb).
+# overrides for every job of reproduce-table, reproduce-prenorm and reproduce-placement (e.g. OVERRIDES=logger=wandb).
 STUDY_ARGS = --scale $(SCALE) --jobs $(JOBS) $(if $(BUDGET_MIN),--budget-min $(BUDGET_MIN)) $(if $(COMMIT),--commit $(COMMIT))
 
 reproduce-table: $(PY)  ## the fixed-lr study, then its tables: make reproduce-table [SCALE=mini] [TASKS=...] [SEEDS=...] [BUDGET_MIN=60] [OVERRIDES=...]
@@ -90,7 +90,10 @@ reproduce-tuned: $(PY)  ## each norm at its own lr: make reproduce-tuned [SCALE=
 reproduce-prenorm: $(PY)  ## enwik8 with pre-norm, all 9 norms: make reproduce-prenorm [SEEDS=...] [BUDGET_MIN=60]
 	$(PY) scripts/reproduce.py --study prenorm $(STUDY_ARGS) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(OVERRIDES),-- $(OVERRIDES))
 
-grid-start: $(PY)  ## a detached slice: make grid-start STUDY=fixed|tuned|prenorm BUDGET_MIN=110 [COMMIT=sha]
+reproduce-placement: $(PY)  ## IWSLT14 and enwik8, 4 norms x 6 placements: make reproduce-placement [SEEDS=...] [BUDGET_MIN=60]
+	$(PY) scripts/reproduce.py --study placement $(STUDY_ARGS) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(OVERRIDES),-- $(OVERRIDES))
+
+grid-start: $(PY)  ## a detached slice: make grid-start STUDY=fixed|tuned|prenorm|placement BUDGET_MIN=110 [COMMIT=sha]
 	@test -d "$(NORMLAB_DATA)" || { echo "no data folder at $(NORMLAB_DATA): set NORMLAB_DATA or link ./data" >&2; exit 2; }
 	scripts/grid.sh start $(STUDY) $(or $(BUDGET_MIN),$(error BUDGET_MIN= is required)) --scale $(SCALE) --jobs $(JOBS) \
 	  $(if $(COMMIT),--commit $(COMMIT))

@@ -12,7 +12,7 @@
 # up to GRID_STOP_WAIT seconds (default 300) for that. The log and pid file: runs/grid/<study>.*
 set -uo pipefail
 cmd=${1:?usage: scripts/grid.sh start|status|stop STUDY [BUDGET_MIN] [driver args]}
-study=${2:?a study: fixed, tuned or prenorm}
+study=${2:?a study: fixed, tuned, prenorm or placement}
 cd "$(git rev-parse --show-toplevel)"
 py=${PYTHON:-.venv/bin/python}
 dir=${GRID_DIR:-runs/grid}
@@ -20,8 +20,9 @@ pidf=$dir/$study.pid log=$dir/$study.log
 case $study in
   fixed) driver=(scripts/reproduce.py) ;;
   prenorm) driver=(scripts/reproduce.py --study prenorm) ;;
+  placement) driver=(scripts/reproduce.py --study placement) ;;
   tuned) driver=(scripts/reproduce_tuned.py) ;;
-  *) echo "grid.sh: unknown study '$study' (fixed, tuned or prenorm)" >&2; exit 2 ;;
+  *) echo "grid.sh: unknown study '$study' (fixed, tuned, prenorm or placement)" >&2; exit 2 ;;
 esac
 alive() { [[ -f $pidf ]] && kill -0 "$(cat "$pidf")" 2>/dev/null; }
 case $cmd in
@@ -36,7 +37,7 @@ case $cmd in
       exit 2
     fi
     mkdir -p "$dir"
-    for s in fixed prenorm tuned; do
+    for s in fixed prenorm tuned placement; do
       if [[ $s != "$study" && -f $dir/$s.pid ]] && kill -0 "$(cat "$dir/$s.pid")" 2>/dev/null; then
         echo "grid.sh: study $s runs (pid $(cat "$dir/$s.pid")): one study at a time shares the cores" >&2; exit 1
       fi

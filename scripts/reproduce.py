@@ -3,10 +3,12 @@
 
     python scripts/reproduce.py --scale mini --jobs 2 --budget-min 110      # the fixed-lr grid
     python scripts/reproduce.py --study prenorm --scale mini --plan        # the pre-norm enwik8 study
+    python scripts/reproduce.py --study placement --scale mini --plan      # placement x norm
 
 Studies (normlab/study/studies.py): ``fixed`` (the paper's tables and the beyond-the-paper norms:
-tasks x norms x seeds at the preset lr, results/<scale>) and ``prenorm`` (enwik8 with pre-norm,
-results/<scale>-enwik8-prenorm). The seeds are the evaluation seeds by default; which seeds select
+tasks x norms x seeds at the preset lr, results/<scale>), ``prenorm`` (enwik8 with pre-norm,
+results/<scale>-enwik8-prenorm) and ``placement`` (IWSLT14 and enwik8, four norms x six
+placements, results/<scale>-placement). The seeds are the evaluation seeds by default; which seeds select
 and which evaluate is declared once in normlab/configs/study/seeds.yaml, and every run records its
 role (``seed_role``).
 
@@ -162,15 +164,17 @@ def parse(argv):
     unknown = [t for t in _csv(a.tables) if t not in TABLES]
     if unknown:
         p.error(f"unknown table(s) {unknown}; valid: {', '.join(TABLES)}")
-    norms = list(dict.fromkeys(n for t in _csv(a.tables) for n in TABLES[t][1]))
+    norms = list(
+        study.get("norms") or dict.fromkeys(n for t in _csv(a.tables) for n in TABLES[t][1])
+    )
     if a.norms:
         bad = [n for n in _csv(a.norms) if n not in norms]
         if bad:
-            p.error(
-                f"norm(s) {bad} are in none of the tables {a.tables}; their norms: {', '.join(norms)}"
-            )
+            of = f"study {a.study}" if study.get("norms") else f"the tables {a.tables}"
+            p.error(f"norm(s) {bad} are not in {of}; its norms: {', '.join(norms)}")
         norms = [n for n in norms if n in _csv(a.norms)]
     a.norm_list = norms
+    a.variants = [list(v) for v in study.get("variants", [()])]
     if a.jobs is None:
         import torch
 
@@ -183,6 +187,11 @@ def parse(argv):
     if missing:
         p.error(f"task(s) {missing} do not exist (yet); available: {', '.join(sorted(TASKS))}")
     return a
+
+
+def _committed(folder: Path, tasks: list[str]) -> list:
+    runs = find_runs([folder / "runs"]) if (folder / "runs").exists() else []
+    return [r for r in runs if r.task in tasks]
 
 
 def _csv(s: str) -> list[str]:
@@ -258,6 +267,7 @@ def build(a, commit: str, dirty: bool, code) -> FixedGrid:
         a.tasks,
         a.norm_list,
         a.seeds,
+        a.variants,
         scale=a.scale,
         name=a.name,
         root=a.root,
@@ -290,11 +300,15 @@ def main(argv=None) -> int:
     if a.plan:
         print(
             f"[plan] study {a.study} ({a.name}) at commit {commit[:12]}: {len(a.tasks)} tasks x "
-            f"{len(a.norm_list)} norms x seeds {','.join(map(str, a.seeds))} "
+            f"{len(a.norm_list)} norms x "
+            + (f"{len(a.variants)} variants x " if len(a.variants) > 1 else "")
+            + f"seeds {','.join(map(str, a.seeds))} "
             f"({', '.join(f'{s}: {r}' for s, r in a.roles.items())}); staged in {_rel(stage)}; the commit is "
             f"{source}"
         )
-        committed = find_runs([a.out / "runs"]) if (a.out / "runs").exists() else []
+        # a study with no runs yet is costed by the fixed study's runs of its tasks at this scale
+        folders = [a.out, a.out.parent / FIXED_STUDIES["fixed"]["out"].format(scale=a.scale)]
+        committed = next((runs for f in folders if (runs := _committed(f, a.tasks))), [])
         print("\n".join(planning.lines(study, reference=committed)))
         return 0
     todo = study.plan()
@@ -342,6 +356,7 @@ def main(argv=None) -> int:
         "seeds": a.seeds,
         "seed_roles": a.seed_lists,
         "overrides": a.overrides,
+        **({"variants": a.variants} if len(a.variants) > 1 else {}),
     }
     selection = selection_record(a)
     failed = outcome.failed if outcome else []

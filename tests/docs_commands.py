@@ -114,6 +114,11 @@ RULES = [
         "tests/test_reproduce.py::test_smoke_reproduction_writes_every_output_and_shows_divergence",
     ),
     Rule(
+        r"make reproduce-placement\b",
+        ("make", "tested"),
+        "tests/test_study.py::test_the_placement_study_trains_and_reports_a_row_per_placement",
+    ),
+    Rule(
         r"make reproduce-tuned\b",
         ("make", "tested"),
         "tests/test_tuned.py::test_tuned_comparison_end_to_end_and_continued_from_copies",

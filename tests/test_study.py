@@ -2,6 +2,7 @@
 SIGKILL with no job left behind, restarts that never re-train a finished run, roles in every
 summary, staged copies until the study is complete, and a report of the evaluation seeds only."""
 
+import csv
 import json
 import os
 import re
@@ -327,6 +328,60 @@ def test_prenorm_is_a_study_of_its_own(clone, data_dir, tmp_path):
         and "45 done, 0 to train" in found.stdout
     ), found.stdout
     assert "enwik8/adanorm/seed6" in out.stdout and "one-thread job hours left" in out.stdout
+
+
+PLACEMENTS = {  # run-directory segment -> the setting its summary must record
+    "placement=post": {"placement": "post"},
+    "placement=pre": {"placement": "pre"},
+    "layernorm_scaling=true,placement=pre": {"placement": "pre", "layernorm_scaling": True},
+    "placement=peri": {"placement": "peri"},
+    "placement=mixln": {"placement": "mixln"},
+    "placement=deepnorm": {"placement": "deepnorm"},
+}
+
+
+def test_the_placement_study_plans_every_placement_of_each_norm(tmp_path):
+    out = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "reproduce.py"), "--study", "placement", "--plan"]
+        + ["--root", str(tmp_path / "runs"), "--commit", "HEAD"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    # 2 tasks x 4 norms x 6 placements x the evaluation seeds 2-6, none trained yet
+    assert "240 runs of this study: 0 done, 240 to train" in out.stdout, out.stdout[-2000:]
+    assert "2 tasks x 4 norms x 6 variants x seeds 2,3,4,5,6" in out.stdout
+    for task in ("iwslt14_de_en", "enwik8"):
+        for norm in ("layernorm", "layernorm_simple", "rmsnorm", "dyt"):
+            for seg in PLACEMENTS:
+                assert f"  {task}/{norm}/{seg}/seed6 " in out.stdout, (task, norm, seg)
+    # costed by the fixed study's runs of the same tasks (results/mini), not left at zero
+    hours = float(re.search(r"about ([\d.]+) one-thread job hours left", out.stdout).group(1))
+    assert hours > 1, out.stdout[-500:]
+
+
+@pytest.mark.slow  # make test-slow: about a minute
+def test_the_placement_study_trains_and_reports_a_row_per_placement(clone, data_dir, tmp_path):
+    res = tmp_path / "results" / "smoke-placement"
+    args = ["--study", "placement", "--scale", "smoke", "--tasks", "enwik8", "--norms", "dyt"]
+    args += ["--seeds", "2", "--jobs", "2", "--root", str(tmp_path / "runs"), "--out", str(res)]
+    proc = start(clone, data_dir, "scripts/reproduce.py", [*args, "--no-figures"])
+    lines = []
+    assert finish(proc, lines) == 0, "".join(lines)[-3000:]
+    for seg, setting in PLACEMENTS.items():
+        s = json.loads(
+            (res / "runs" / "enwik8" / "dyt" / seg / "seed2" / "summary.json").read_text()
+        )
+        assert s["status"] == "completed" and s["setting"] == setting, (seg, s["setting"])
+        assert s["git_dirty"] is False and s["seed_role"] == "evaluation"
+    with open(res / "settings.csv", newline="") as f:
+        rows = [r for r in csv.reader(f) if r and r[0] == "enwik8"]
+    placements = sorted(r[3] + ("+lns" if r[2] == "True" else "") for r in rows)
+    assert placements == ["deepnorm", "mixln", "peri", "post", "pre", "pre+lns"], rows
+    rec = json.loads((res / "reproduce.json").read_text())
+    assert len(rec["grid"]["variants"]) == 6 and rec["make"].startswith("make reproduce-placement")
 
 
 def test_a_seed_with_no_role_is_refused(tmp_path):

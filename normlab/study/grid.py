@@ -1,8 +1,9 @@
 """Where a study's runs live and how one is trained: run root, staged copies, committed copies.
 
-A job is one normlab-train run: task, norm, lr (None = the preset) and seed. Its run directory is
-``<root>/<scale>/<name>/<task>/<norm>/[lr=<v>/]seed<k>`` under the run root of the study's commit
-(normlab.study.pin), its copy ``<copies>/<task>/<norm>/[lr=<v>/]seed<k>``. A job is finished when a final
+A job is one normlab-train run: task, norm, lr (None = the preset), seed and a variant (overrides
+of the study's further axis, e.g. the placement). Its run directory is
+``<root>/<scale>/<name>/<task>/<norm>/[lr=<v>/][<variant>/]seed<k>`` under the run root of the
+study's commit (normlab.study.pin), its copy ``<copies>/<task>/<norm>/[lr=<v>/][<variant>/]seed<k>``. A job is finished when a final
 summary (completed or diverged) of the study's commit is found in its copy, its run directory, the
 results folder's committed copies or a sibling study's (the tuned grid shares the fixed grid's
 preset-lr runs). A selection run of the record (normlab.study.roles) counts for a selection job
@@ -29,14 +30,24 @@ class Job(NamedTuple):
     norm: str
     lr: Optional[float]  # None: the preset lr (the fixed-lr grid's run)
     seed: int
+    variant: tuple[str, ...] = ()  # "key=value" overrides of the study's own axis
 
     def rel(self) -> Path:
         return (
             Path(self.task)
             / self.norm
             / (f"lr={self.lr:g}" if self.lr is not None else "")
+            / variant_segment(self.variant)
             / f"seed{self.seed}"
         )
+
+
+def variant_segment(variant: Sequence[str]) -> str:
+    """``layernorm_scaling=true,placement=pre``: each key by its last part, sorted, as the run
+    directories of a Hydra sweep over the same keys name them (normlab.setting)."""
+    return ",".join(
+        sorted(o.split("=", 1)[0].rsplit(".", 1)[-1] + "=" + o.split("=", 1)[1] for o in variant)
+    )
 
 
 class Study(ABC):
@@ -170,13 +181,19 @@ class Study(ABC):
         ]
         if job.seed in self.roles and self.knows_roles():
             cmd.append(f"seed_role={self.roles[job.seed]}")
-        return cmd + ([f"task.train.lr={job.lr:g}"] if job.lr is not None else []) + self.overrides
+        lr = [f"task.train.lr={job.lr:g}"] if job.lr is not None else []
+        return cmd + lr + self.overrides + list(job.variant)
 
     def knows_roles(self) -> bool:
         """Whether the pinned code records seed roles; a study continued at an older commit (the
         selection record's) takes its runs' roles from normlab/configs/study/seeds.yaml instead."""
-        train = Path(self.code or pin.REPO) / "normlab" / "configs" / "train.yaml"
-        return train.exists() and "seed_role:" in train.read_text()
+        code = Path(self.code or pin.REPO) / "normlab"
+        # declared in train.yaml until the runtime options moved to normlab.schema's JobConfig
+        for where, key in (("configs/train.yaml", "seed_role:"), ("schema.py", "seed_role: ")):
+            f = code / where
+            if f.exists() and key in f.read_text():
+                return True
+        return False
 
     def copy(self, job: Job) -> None:
         """Export a finished run to the copies, and keep one checkpoint of it (a run that finished
@@ -189,11 +206,26 @@ class Study(ABC):
 
 
 class FixedGrid(Study):
-    """tasks x norms x seeds at the preset lr (the fixed-lr grid, and the pre-norm study)."""
+    """tasks x norms x variants x seeds at the preset lr (the fixed-lr grid, the pre-norm and the
+    placement studies); ``variants``: override lists, one per point of the study's own axis."""
 
-    def __init__(self, tasks: list[str], norms: list[str], seeds: list[int], **kw):
+    def __init__(
+        self,
+        tasks: list[str],
+        norms: list[str],
+        seeds: list[int],
+        variants: Sequence[Sequence[str]] = ((),),
+        **kw,
+    ):
         super().__init__(**kw)
         self.tasks, self.norms, self.seeds = tasks, norms, seeds
+        self.variants = [tuple(v) for v in variants]
 
     def jobs(self) -> list[Job]:
-        return [Job(t, n, None, s) for t in self.tasks for n in self.norms for s in self.seeds]
+        return [
+            Job(t, n, None, s, v)
+            for t in self.tasks
+            for n in self.norms
+            for v in self.variants
+            for s in self.seeds
+        ]

@@ -1,6 +1,7 @@
 """The studies the drivers know, declared once.
 
-fixed, prenorm: scripts/reproduce.py (tasks x the tables' norms x seeds at the preset lr);
+fixed, prenorm, placement: scripts/reproduce.py (tasks x norms [x variants] x seeds at the preset
+lr; the norms are the tables' unless the study names its own, ``variants`` its own axis);
 tuned: scripts/reproduce_tuned.py (each norm at its own lr, sharing the fixed study's preset-lr
 runs). ``out``: the results folder, under results/; ``name``: the run name (runs/<scale>/<name>/).
 """
@@ -33,11 +34,41 @@ FIXED_STUDIES = {
             "or its placement. Same code, presets and data as the fixed-lr study."
         ),
     },
+    # Where the norm sits, against what it is: every placement of docs/placement.md (pre-norm with
+    # and without LayerNorm scaling) for the norms whose affine and statistics differ, on a
+    # translation and a language-modelling task. Trained after the evaluation grids.
+    "placement": {
+        "name": "placement",
+        "tasks": ("iwslt14_de_en", "enwik8"),
+        "norms": ("layernorm", "layernorm_simple", "rmsnorm", "dyt"),
+        "variants": tuple(
+            (f"task.model.placement={p}", *extra)
+            for p, extra in (
+                ("post", ()),
+                ("pre", ()),
+                ("pre", ("task.model.layernorm_scaling=true",)),
+                ("peri", ()),
+                ("mixln", ()),
+                ("deepnorm", ()),
+            )
+        ),
+        "out": "{scale}-placement",
+        "overrides": [],
+        "make": "make reproduce-placement",
+        "title": "placement x norm",
+        "about": (
+            "Each norm in every placement (`task.model.placement`: post, pre, pre with LayerNorm "
+            "scaling, peri, mixln, deepnorm; docs/placement.md) on IWSLT14 and enwik8, at the "
+            "presets' lr and sizes: does a norm's effect survive a change of where it sits? One row "
+            "per task, norm and placement in the settings table. Same code and data for every cell."
+        ),
+    },
 }
 STUDIES = (*FIXED_STUDIES, "tuned")
 
 DRIVERS = {
     "fixed": "scripts/reproduce.py",
     "prenorm": "scripts/reproduce.py --study prenorm",
+    "placement": "scripts/reproduce.py --study placement",
     "tuned": "scripts/reproduce_tuned.py",
 }
