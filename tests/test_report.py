@@ -17,6 +17,7 @@ from normlab.make_report import main as cli_main
 from normlab.report import find_runs, write_report
 from normlab.report import published as P
 from normlab.report.aggregate import Grid
+from normlab.report.axis import setting_axis
 from normlab.report.paper_tables import TABLES, norm_table
 from normlab.report.runs import export
 from normlab.report.tables import latex_escape
@@ -401,3 +402,41 @@ def test_paper_layout_figures_need_both_norms_and_plot_bits_per_byte(tmp_path, m
     out = write_report(find_runs([tmp_path / "runs"]), tmp_path / "out")
     assert "paper's layout" in out["index"].read_text()
     assert not (tmp_path / "out" / "figures" / "paper_adanorm_ptb.png").exists()  # no PTB runs
+
+
+def test_a_setting_several_norms_vary_is_a_column_axis_and_claims_pair_within_it(tmp_path):
+    """Two norms at two placements: each placement is a column of its own, and each finding pairs
+    the norms within one placement (LayerNorm-simple is behind at post, ahead at pre); AdaNorm's
+    C=1/C=2, varied by that norm alone, stays in the row label."""
+    for placement, shift in (("post", -1.0), ("pre", 1.0)):
+        for seed in (1, 2, 3):
+            for norm, value in (
+                ("layernorm", 70.0 + 0.1 * seed),
+                ("layernorm_simple", 70.0 + shift + 0.13 * seed),
+            ):
+                d = make_run(tmp_path / "runs" / placement, "rt", norm, seed, value)
+                s = json.loads((d / "summary.json").read_text())
+                (d / "summary.json").write_text(
+                    json.dumps({**s, "setting": {"placement": placement}})
+                )
+    for seed, c in ((1, 1.0), (2, 2.0)):
+        d = make_run(tmp_path / "runs" / "ada", "rt", "adanorm", seed, 70.0, options={"C": c})
+        s = json.loads((d / "summary.json").read_text())
+        (d / "summary.json").write_text(json.dumps({**s, "setting": {"C": c}}))
+    runs = find_runs([tmp_path / "runs"])
+    assert setting_axis(runs) == ("placement",)
+    write_report(runs, tmp_path / "report", figures=False)
+    with open(tmp_path / "report" / "table1.csv", newline="") as f:
+        header = next(csv.reader(f))
+    assert "rt [placement=post] acc↑" in header and "rt [placement=pre] acc↑" in header, header
+    with open(tmp_path / "report" / "findings.csv", newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["claim"].startswith("Bias and gain do not help")]
+    ours = {r["task"]: float(r["ours"]) for r in rows}
+    assert ours["rt [placement=post]"] == pytest.approx(-0.94)
+    assert ours["rt [placement=pre]"] == pytest.approx(1.06)
+    assert len(ours) == 2  # no finding taken from one placement and labelled "rt"
+    with open(tmp_path / "report" / "summary.csv", newline="") as f:
+        labels = [r[0] for r in csv.reader(f)]
+    assert "AdaNorm (C=1.0)" in labels and "AdaNorm (C=2.0)" in labels
+    settings = (tmp_path / "report" / "settings.md").read_text()
+    assert "| rt | LayerNorm-simple | (default) | pre |" in settings

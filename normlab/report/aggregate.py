@@ -14,6 +14,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Optional
 
+from .axis import axis_label, task_of
 from .norm_cards import LABELS as NORM_LABELS
 from .norm_cards import sort_key as norm_sort_key
 from .runs import Run
@@ -98,20 +99,25 @@ class Cell:
         return "; ".join(parts) + (" †" if self.mixed else "")
 
 
-def variant_key(run: Run) -> tuple[str, str]:
-    """A table row: the norm plus the hyperparameters varied from its defaults (e.g. C=2, lr)."""
-    return run.norm, json.dumps(run.setting, sort_keys=True)
+def variant_key(run: Run, axis: tuple[str, ...] = ()) -> tuple[str, str]:
+    """A table row: the norm plus the hyperparameters varied from its defaults (e.g. C=2, lr),
+    less those of the study's axis (which name the column instead)."""
+    setting = {k: v for k, v in run.setting.items() if k not in axis}
+    return run.norm, json.dumps(setting, sort_keys=True)
 
 
 class Grid:
-    """Runs indexed by column (task, or task@scale when scales are mixed) and row (norm variant)."""
+    """Runs indexed by column (task, or task@scale when scales are mixed, and the value of the
+    study's ``axis`` keys when it has any: normlab.report.axis) and row (norm variant)."""
 
-    def __init__(self, runs: list[Run]):
-        self.runs = runs
+    def __init__(self, runs: list[Run], axis: tuple[str, ...] = ()):
+        self.runs, self.axis = runs, tuple(axis)
         self.multi_scale = len({r.scale for r in runs}) > 1
         self.cells: dict[tuple[str, tuple[str, str]], Cell] = {}
         for r in runs:
-            self.cells.setdefault((self.column(r), variant_key(r)), Cell()).runs.append(r)
+            self.cells.setdefault((self.column(r), variant_key(r, self.axis)), Cell()).runs.append(
+                r
+            )
         # a norm run with two settings (e.g. AdaNorm C=1 and C=2, or two lrs) gets the differing
         # keys in its row label
         opts: dict[str, list[dict]] = {}
@@ -124,8 +130,13 @@ class Grid:
             if len(os_) > 1
         }
 
-    def column(self, run: Run) -> str:
+    def task_column(self, run: Run) -> str:
+        """The run's task column, without the axis (the settings table names the axis keys)."""
         return f"{run.task}@{run.scale}" if self.multi_scale else run.task
+
+    def column(self, run: Run) -> str:
+        at = axis_label(run.setting, self.axis)
+        return self.task_column(run) + (f" [{at}]" if at else "")
 
     @property
     def columns(self) -> list[str]:
@@ -133,9 +144,7 @@ class Grid:
         return sorted(
             cols,
             key=lambda c: (
-                TASK_ORDER.index(c.split("@")[0])
-                if c.split("@")[0] in TASK_ORDER
-                else len(TASK_ORDER),
+                TASK_ORDER.index(task_of(c)) if task_of(c) in TASK_ORDER else len(TASK_ORDER),
                 c,
             ),
         )
@@ -243,7 +252,18 @@ def data_sentence(grid: Grid, columns: Optional[list[str]] = None) -> str:
     """The caption sentence every table and figure carries: scale and the data of each column."""
     columns = grid.columns if columns is None else columns
     scales = ", ".join(sorted({r.scale for r in grid.runs})) or "?"
-    data = "; ".join(f"{c}: {data_note(grid.column_runs(c))}" for c in columns) or "no runs"
+    # the axis columns of one task (enwik8 [placement=...]) that share their data share one note
+    notes: dict[tuple[str, str], list[str]] = {}
+    for c in columns:
+        key = c.split(" [", 1)[0] if " [" in c else c
+        notes.setdefault((key, data_note(grid.column_runs(c))), []).append(c)
+    data = (
+        "; ".join(
+            f"{cs[0] if len(cs) == 1 else f'{key} (its {len(cs)} columns)'}: {note}"
+            for (key, note), cs in notes.items()
+        )
+        or "no runs"
+    )
     return f"Scale: {scales}. Data: {data}."
 
 

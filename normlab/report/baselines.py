@@ -13,6 +13,8 @@ import json
 import math
 from typing import Callable, Optional
 
+from .axis import task_of
+
 SPLITS = ("train", "valid", "test")
 # (task name, the task config the runs recorded) -> {"metric", "rows", "sizes"} or {"missing": why}
 Provider = Callable[[str, dict], dict]
@@ -57,7 +59,7 @@ def compute_all(grid, provider: Optional[Provider]) -> dict[str, dict]:
     for c in grid.columns:
         runs = grid.column_runs(c)
         cfg = next((r.config["task"] for r in runs if isinstance(r.config.get("task"), dict)), None)
-        task = c.split("@")[0]
+        task = task_of(c)
         if cfg is None:
             out[c] = {"missing": "the runs carry no task config (config.yaml)"}
         else:

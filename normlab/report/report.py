@@ -14,6 +14,7 @@ from pathlib import Path
 from ..files import atomic_write_bytes
 from ..study.roles import reported, selection_runs
 from .aggregate import Grid, data_sentence
+from .axis import setting_axis
 from .baselines import Provider, baselines_table
 from .family import build, family_table, locate
 from .figures import FIGURES, figure
@@ -46,7 +47,7 @@ def write_report(
     out.mkdir(parents=True, exist_ok=True)
     held_out = selection_note(runs)
     runs = reported(runs)
-    grid = Grid(runs)
+    grid = Grid(runs, axis=setting_axis(runs))
     tables = [summary_table(grid), *paper_tables(grid)]
     if held_out:
         for t in tables:

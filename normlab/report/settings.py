@@ -36,7 +36,7 @@ def settings_table(grid: Grid) -> Optional[Table]:
     groups: dict[tuple, list] = {}
     for r in runs:
         groups.setdefault(
-            (grid.column(r), r.norm, tuple(str(r.setting.get(k, "")) for k in keys)), []
+            (grid.task_column(r), r.norm, tuple(str(r.setting.get(k, "")) for k in keys)), []
         ).append(r)
     rows = []
     for (column, norm, values), rs in sorted(groups.items()):

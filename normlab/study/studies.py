@@ -59,8 +59,9 @@ FIXED_STUDIES = {
         "about": (
             "Each norm in every placement (`task.model.placement`: post, pre, pre with LayerNorm "
             "scaling, peri, mixln, deepnorm; docs/placement.md) on IWSLT14 and enwik8, at the "
-            "presets' lr and sizes: does a norm's effect survive a change of where it sits? One row "
-            "per task, norm and placement in the settings table. Same code and data for every cell."
+            "presets' lr and sizes: does a norm's effect survive a change of where it sits? Every "
+            "table has a column per task and placement, and each claim is tested within a "
+            "placement. Same code and data for every cell."
         ),
     },
 }

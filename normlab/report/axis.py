@@ -1,0 +1,42 @@
+"""A study's own axis among the runs' settings, e.g. the placement: a key that several norms ran
+at several values of, in one task. Comparing norms is only fair within one value of such a key, so
+the report gives each value a column of its own (``enwik8 [placement=peri]``) instead of taking
+one value of it for "the" norm. A key only one norm varies (AdaNorm's C=1 and C=2, each norm at
+its own tuned lr) is not an axis: it stays in the row label."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Iterable
+
+from .runs import Run
+
+
+def setting_axis(runs: Iterable[Run]) -> tuple[str, ...]:
+    """The keys that at least two norms of one task (at one scale) each ran at two or more values of
+    (a key a run does not set counts as its default value)."""
+    runs = list(runs)
+    keys = sorted({k for r in runs for k in r.setting})
+    values: dict[tuple, set] = defaultdict(set)  # (task, scale, key, norm) -> values
+    for r in runs:
+        for k in keys:
+            values[(r.task, r.scale, k, r.norm)].add(json.dumps(r.setting.get(k)))
+    varied = defaultdict(int)  # (task, scale, key) -> norms that ran at two or more values
+    for (task, scale, k, _), vs in values.items():
+        varied[(task, scale, k)] += len(vs) > 1
+    return tuple(k for k in keys if any(n >= 2 for (_, _, kk), n in varied.items() if kk == k))
+
+
+def axis_label(setting: dict, axis: tuple[str, ...]) -> str:
+    """``layernorm_scaling=true,placement=pre``: the run's values of the axis keys it sets."""
+    return ",".join(f"{k}={_text(setting[k])}" for k in axis if k in setting)
+
+
+def task_of(column: str) -> str:
+    """The task of a report column (``enwik8``, ``enwik8@mini``, ``enwik8 [placement=peri]``)."""
+    return column.split(" [", 1)[0].split("@", 1)[0]
+
+
+def _text(v) -> str:
+    return json.dumps(v) if isinstance(v, (bool, type(None))) else str(v)
