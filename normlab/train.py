@@ -32,8 +32,9 @@ from .errors import CheckpointError
 from .files import remove_empty_dirs
 from .hints import explain_unknown_keys
 from .run.callbacks import Outcome, record_failure
+from .run.prepare import USER_ERRORS
 from .run.runlock import RunLocked
-from .run.runner import USER_ERRORS, objective, run
+from .run.runner import objective, run
 
 
 def _rank() -> int:

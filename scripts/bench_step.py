@@ -180,7 +180,7 @@ def main(argv=None):
 
 def measure(args, tmp: Path, info: dict) -> str:
     from normlab.norms import native
-    from normlab.run.runner import set_determinism
+    from normlab.run.accel import set_determinism
     from normlab.tasks import get_task_class
 
     rows, extra_rows, notes = [], [], []

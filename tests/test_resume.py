@@ -245,7 +245,7 @@ def test_checkpoint_with_a_pickled_object_is_refused(tmp_path):
 
 def test_config_yaml_with_python_tags_is_refused(tmp_path):
     from normlab.config import ConfigError
-    from normlab.run.runner import check_run_dir
+    from normlab.run.prepare import check_run_dir
 
     marker = tmp_path / "pwned"
     (tmp_path / "config.yaml").write_text(

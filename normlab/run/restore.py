@@ -177,7 +177,7 @@ def restore(
 ) -> Restored:
     """The run's task (data set up) and model (eval mode, on its device) with the checkpoint's weights."""
     from ..tasks import get_task_class
-    from . import distributed, runner
+    from . import accel, distributed
 
     run_dir = Path(run_dir)
     recorded = read_config(run_dir)
@@ -191,7 +191,7 @@ def restore(
     )
     task.run_seed = job.seed
     task.setup()
-    runner.set_determinism(job, dev)
+    accel.set_determinism(job, dev)
     model = task.build_model(job.make_norm)
     try:
         model.load_state_dict(state)

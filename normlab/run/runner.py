@@ -1,4 +1,4 @@
-"""One job: resolve config, prepare the run directory, build task/model, fit, test, summarise.
+"""One job: prepare (normlab.run.prepare), build task/model, fit, test, summarise.
 
 Order matters for "bad input loses nothing": every check that can fail on user input (config
 keys and values, an existing run directory with another config, the data files, building the
@@ -8,8 +8,6 @@ In a multi-process run only rank 0 reads or writes the run directory; it tells t
 
 from __future__ import annotations
 
-import os
-import platform
 import signal
 import sys
 import time
@@ -18,148 +16,29 @@ from pathlib import Path
 from typing import Optional
 
 import torch
-import yaml
 from omegaconf import DictConfig
 
-from .. import __version__, setting
-from ..config import Job, load_job, same_experiment
-from ..errors import ConfigError, DataError
-from ..files import atomic_write_bytes, read_json, read_yaml, write_json, write_yaml
+from .. import setting
+from ..config import Job
+from ..errors import ConfigError
+from ..files import atomic_write_bytes, read_json, write_json, write_yaml
 from ..loggers import make_loggers
 from ..norms import native
 from ..schema import default
-from ..study import pin
-from ..tasks import get_task_class
-from . import accel, distributed, probes
+from . import accel, distributed, probes, provenance
 from .consolelog import ConsoleLog
 from .outcome import STOPPED, end_line
-from .progress import enable_bars
+from .prepare import prepare
 from .rundir import Checkpoints, Curves, criterion, read_curves
 from .runlock import RunLock
 from .stopsignals import status_of
 from .trainer import Diverged, Preempted, Trainer
 
-USER_ERRORS = (ConfigError, DataError)
-FINAL = ("completed", "diverged")
-
-
-def git_commit() -> Optional[str]:
-    try:
-        return pin.head()
-    except Exception:  # not a git checkout (an installed wheel), or no git
-        return None
-
-
-def git_dirty() -> Optional[bool]:
-    """Uncommitted changes to the code the run imported (pin.CODE); None outside a git checkout."""
-    try:
-        return pin.dirty()
-    except Exception:
-        return None
-
-
-def versions() -> dict:
-    import hydra
-
-    return {
-        "normlab": __version__,
-        "torch": torch.__version__,
-        "hydra": hydra.__version__,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-    }
-
-
-def set_determinism(cfg, device: Optional[torch.device] = None) -> None:
-    device = torch.device("cpu") if device is None else device
-    torch.manual_seed(cfg.seed)
-    if cfg.get("threads"):
-        torch.set_num_threads(int(cfg.threads))
-    accel.set_matmul_precision(cfg.get("precision", default("precision")))
-    if accel.deterministic_for(cfg.deterministic, device):
-        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-        torch.use_deterministic_algorithms(True, warn_only=True)
-        # torch's deterministic mode also fills every new tensor with NaN, so that a kernel that
-        # reads memory before writing it shows up; no correct kernel does, so the fill buys no
-        # determinism (bitwise resume is tested without it) and cost 2.7% of a CPU step
-        torch.utils.deterministic.fill_uninitialized_memory = False
-
-
-def check_run_dir(run_dir: Path, config: dict) -> Optional[dict]:
-    """The finished run's summary if ``run_dir`` holds one for this config (skip it); raises
-    ConfigError if it holds a run with another config; None when there is something to do."""
-    old_cfg = run_dir / "config.yaml"
-    if old_cfg.exists():
-        try:
-            old = read_yaml(old_cfg)  # safe YAML: tags that would build Python objects are errors
-        except yaml.YAMLError as e:
-            raise ConfigError(
-                f"{old_cfg} is not a plain YAML config ({type(e).__name__}); it was not written "
-                "by normlab: delete that run directory or use another name=..."
-            ) from None
-        diffs = same_experiment(old if isinstance(old, dict) else {}, config)
-        if diffs:
-            raise ConfigError(
-                f"{run_dir} already holds a run with a different config (keys {diffs}); "
-                "use another name=... or paths.root=..., or delete that directory"
-            )
-    summary_path = run_dir / "summary.json"
-    if summary_path.exists():
-        summary = read_json(summary_path)
-        if summary.get("status") in FINAL:
-            return summary
-    return None
-
-
-def writable(folder: Path, key: str, env: str) -> None:
-    """ConfigError unless ``folder`` exists or can be made, and can be written."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise ConfigError(
-            f"{key}={folder}: cannot create it ({e.strerror}); set {key}=... or {env} to a folder "
-            "you can write"
-        ) from None
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise ConfigError(
-            f"{key}={folder}: not writable; set {key}=... or {env} to a folder you can write"
-        )
-
-
-def prepare(
-    cfg: DictConfig,
-    run_dir: Path,
-    overrides: Optional[list[str]] = None,
-    ctx: Optional[distributed.Dist] = None,
-):
-    """Everything that can fail on bad input, before anything is written to ``run_dir``.
-    Returns (job, task, finished summary or None)."""
-    ctx = ctx or distributed.Dist()
-    job = load_job(cfg, overrides)
-    try:
-        task_cls = get_task_class(job.task.name)
-    except ValueError as e:
-        raise ConfigError(f"task.name: {e} (normlab/configs/task/<name>.yaml)") from None
-    enable_bars(
-        bool(job.progress) and ctx.main
-    )  # evaluation, decoding and BPE bars (normlab/run/progress.py)
-    done = distributed.on_main(ctx, lambda: check_run_dir(run_dir, job.config), USER_ERRORS)
-    if done is not None:
-        return job, None, done
-    writable(Path(job.paths.cache_dir), "paths.cache_dir", "NORMLAB_CACHE")
-    data_dir = Path(job.paths.data_dir) / job.task.name
-    task = task_cls(job.cfg.task, data_dir, Path(job.paths.cache_dir))
-    task.run_seed = job.seed
-    distributed.main_first(
-        ctx, task.setup, USER_ERRORS
-    )  # rank 0 fills the cache, then the others read it
-    return job, task, None
-
 
 def build(job: Job, task, run_dir: Path, ctx: distributed.Dist) -> Trainer:
     """Model, optimizer, scheduler and the first epoch's batches; a ValueError here is a bad
     hyperparameter (e.g. d_model not divisible by heads, batch_size 0), reported as such."""
-    set_determinism(job, ctx.device)
+    accel.set_determinism(job, ctx.device)
     if job.get("compile"):
         accel.compile_cache(Path(job.paths.cache_dir))
     try:
@@ -383,9 +262,9 @@ def _summarise(job, task, trainer, run_dir, status, error, test, previous, start
         "train_time_s": st.train_time,
         "throughput": {f"{task.unit}_per_s": st.units / st.train_time if st.train_time else 0.0},
         "params": sum(p.numel() for p in trainer.module.parameters()),
-        "versions": versions(),
-        "git_commit": git_commit(),
-        "git_dirty": git_dirty(),
+        "versions": provenance.versions(),
+        "git_commit": provenance.git_commit(),
+        "git_dirty": provenance.git_dirty(),
         "device": str(trainer.device),
         "world_size": trainer.dist.world,
         "precision": trainer.precision,
