@@ -42,7 +42,6 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Optional
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -60,6 +59,7 @@ from normlab.study import (
 )
 from normlab.study import plan as planning  # noqa: E402
 from normlab.study.executor import Executor  # noqa: E402
+from normlab.study.folder_readme import readme, rel, staged_readme  # noqa: E402
 from normlab.study.grid import FixedGrid  # noqa: E402
 from normlab.study.studies import FIXED_STUDIES  # noqa: E402
 
@@ -249,7 +249,7 @@ def selection_record(a) -> dict:
     return {
         "commit": roles.declared().get("record_commit"),
         "seeds": a.seed_lists["selection"],
-        "folder": _rel(a.out / "runs") if not a.record_out else f"{a.record_out}/runs",
+        "folder": rel(a.out / "runs") if not a.record_out else f"{a.record_out}/runs",
         "what": "the seed(s) that calibrated the presets; never in a reported mean, test or figure",
     }
 
@@ -303,7 +303,7 @@ def main(argv=None) -> int:
             f"{len(a.norm_list)} norms x "
             + (f"{len(a.variants)} variants x " if len(a.variants) > 1 else "")
             + f"seeds {','.join(map(str, a.seeds))} "
-            f"({', '.join(f'{s}: {r}' for s, r in a.roles.items())}); staged in {_rel(stage)}; the commit is "
+            f"({', '.join(f'{s}: {r}' for s, r in a.roles.items())}); staged in {rel(stage)}; the commit is "
             f"{source}"
         )
         # a study with no runs yet is costed by the fixed study's runs of its tasks at this scale
@@ -327,7 +327,7 @@ def main(argv=None) -> int:
             print(f"[reproduce] error: {e}", file=sys.stderr)
             return 2
         print(
-            f"[reproduce] jobs run from {_rel(study.code)}, e.g. "
+            f"[reproduce] jobs run from {rel(study.code)}, e.g. "
             + shlex.join(study.command(todo[0])),
             flush=True,
         )
@@ -384,12 +384,12 @@ def main(argv=None) -> int:
                 if failed
                 else ""
             )
-            + f"; staged copies in {_rel(stage)}/runs (commit them: scripts/commit_results.sh {_rel(stage)}); "
+            + f"; staged copies in {rel(stage)}/runs (commit them: scripts/commit_results.sh {rel(stage)}); "
             f"the tables are written once the study is complete"
         )
         return 1 if failed else 0
     if not (a.out / "runs").exists() and not stage.exists():
-        print(f"[reproduce] nothing to report: no run copies in {_rel(a.out)}/runs")
+        print(f"[reproduce] nothing to report: no run copies in {rel(a.out)}/runs")
         return 0
     if stage.exists() and not left and not a.no_train:
         old = provenance.read(stage)
@@ -397,7 +397,7 @@ def main(argv=None) -> int:
         if old:
             write_json(a.out / "reproduce.json", old)
         print(
-            f"[reproduce] study complete: {added} staged copies replace {removed} reported ones in {_rel(a.out)}/runs"
+            f"[reproduce] study complete: {added} staged copies replace {removed} reported ones in {rel(a.out)}/runs"
         )
     runs = find_runs([a.out / "runs"])
     written = report(runs, a.out, figures=not a.no_figures, member=Path(a.record_out or a.out))
@@ -429,108 +429,6 @@ def main(argv=None) -> int:
         f"{commit[:12]}) -> {a.out} in {session['wall_time_s']:.0f} s"
     )
     return 0
-
-
-def staged_readme(rec: dict, stage: Path, a) -> str:
-    return (
-        "\n".join(
-            [
-                f"# Staged runs: study {a.study}, scale {a.scale} (partial)",
-                "",
-                f"Runs of `{rec['make']}` at commit `{rec['git_commit']}`, finished so far: "
-                + (", ".join(f"{v} {k}" for k, v in sorted(rec["runs"].items())) or "none")
-                + f"; {len(rec['absent'])} left. No table is written until the study is complete; then these copies "
-                f"replace the reported ones in `{_rel(a.out)}/runs`.",
-                f"- Look at them meanwhile: `normlab-report {_rel(stage)}/runs --out /tmp/partial`",
-                f"- Continue: `{rec['make']}` (or `make grid-start STUDY={a.study}`)",
-                f"- Seeds: selection {a.seed_lists['selection']}, evaluation {a.seed_lists['evaluation']} "
-                "(normlab/configs/study/seeds.yaml)",
-                "",
-            ]
-        )
-        + "\n"
-    )
-
-
-def _rel(path: Path) -> str:
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
-
-
-def readme(rec: dict, out: Path, shown: Optional[str] = None) -> str:
-    """The results folder's README; ``shown``: the folder's name in it (--record-out), default ``out``."""
-    shown = shown or _rel(out)
-    sessions = rec.get("sessions") or []
-    if not sessions and "machine" in rec:  # a record written before sessions were kept
-        sessions = [
-            {
-                "command": rec.get("command"),
-                "started_utc": rec.get("started_utc"),
-                "machine": rec["machine"],
-                "wall_time_s": rec.get("wall_time_s", 0.0),
-                "trained": sum(rec["runs"].values()),
-            }
-        ]
-    trained = sum(x.get("trained", 0) for x in sessions)
-    wall = sum(x.get("wall_time_s", 0.0) for x in sessions)
-    r = rec.get("report") or {}
-    study = FIXED_STUDIES.get(rec["grid"].get("study", "fixed"), {})
-    roles_ = rec["grid"].get("seed_roles") or {}
-    lines = [
-        f"# Results: scale {rec['grid']['scale']}"
-        + (f", {study['title']}" if study.get("title") else ""),
-        "",
-        *([study["about"], ""] if study.get("about") else []),
-        *(
-            [
-                f"- Seeds: selection {roles_.get('selection')} (they chose the presets and the lrs; their runs are in "
-                f"no table), evaluation {roles_.get('evaluation')} (normlab/configs/study/seeds.yaml)"
-            ]
-            if roles_
-            else []
-        ),
-        f"- Command: `{rec['make']}`; it trains what is missing (continuing from the run copies in "
-        f"`{shown}/runs`) and re-writes these tables",
-        *([f"- Trained {rec['trained_by']}"] if rec.get("trained_by") else []),
-        f"- Runs trained at git commit `{rec['git_commit']}`"
-        + (
-            " with uncommitted changes (--working-tree)"
-            if rec["git_dirty"]
-            else " (a clean checkout)"
-        )
-        + "; commits recorded by the runs: "
-        + ", ".join(f"`{c[:12]}` × {n}" for c, n in rec["run_git_commits"].items()),
-        f"- Tables written at git commit `{r.get('git_commit')}`"
-        + (" (with uncommitted changes)" if r.get("git_dirty") else "")
-        + f" ({r.get('utc')})",
-        f"- Runs: {', '.join(f'{v} {k}' for k, v in sorted(rec['runs'].items())) or 'none'}"
-        + (
-            f"; absent (not trained yet): {len(rec['absent'])} of the grid's "
-            f"{len(rec['absent']) + sum(rec['runs'].values())}"
-            if rec["absent"]
-            else ""
-        ),
-        f"- Sum of the runs' own wall times: {rec['runs_wall_time_s'] / 3600:.2f} h; {len(sessions)} session(s) "
-        f"trained {trained} run(s) in {wall / 3600:.2f} h of wall time:",
-    ]
-    for x in sessions:
-        m = x.get("machine") or {}
-        hw = f"{m.get('cpus')} × {m.get('cpu')}" + (f", GPU {m['gpu']}" if m.get("gpu") else "")
-        lines.append(
-            f"  - {x['started_utc']}: {x.get('trained', 0)} run(s) in {x['wall_time_s'] / 60:.0f} min on "
-            f"{hw}; Python {m.get('python')}, torch {m.get('torch')}; `{x['command']}`"
-        )
-    lines += [
-        f"- Re-create the tables from the copies of the runs: `normlab-report {shown}/runs --out /tmp/report`",
-        "",
-    ]
-    report = out / "report.md"
-    if report.exists():
-        body = report.read_text().split("\n", 1)[1]  # drop report.md's own title
-        lines.append(body)
-    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

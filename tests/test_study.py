@@ -340,11 +340,13 @@ PLACEMENTS = {  # run-directory segment -> the setting its summary must record
 }
 
 
-def test_the_placement_study_plans_every_placement_of_each_norm(tmp_path):
+def test_the_placement_study_plans_every_placement_of_each_norm(clone, data_dir, tmp_path):
+    # the clone has no staged copies (its fixture drops them), so the study is new at its HEAD
     out = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "reproduce.py"), "--study", "placement", "--plan"]
+        [sys.executable, "scripts/reproduce.py", "--study", "placement", "--plan"]
         + ["--root", str(tmp_path / "runs"), "--commit", "HEAD"],
-        cwd=REPO,
+        cwd=clone,
+        env=environ(clone, data_dir),
         capture_output=True,
         text=True,
         timeout=120,

@@ -1,0 +1,113 @@
+"""The README of a study's results folder (and of its staging folder while the study is partial),
+written from its reproduce.json record: what was trained, at which commit, by which sessions, and
+the report's tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from .studies import FIXED_STUDIES
+
+
+def rel(path: Path) -> str:
+    """``path`` relative to the working directory where it lies below it."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def staged_readme(rec: dict, stage: Path, a) -> str:
+    return (
+        "\n".join(
+            [
+                f"# Staged runs: study {a.study}, scale {a.scale} (partial)",
+                "",
+                f"Runs of `{rec['make']}` at commit `{rec['git_commit']}`, finished so far: "
+                + (", ".join(f"{v} {k}" for k, v in sorted(rec["runs"].items())) or "none")
+                + f"; {len(rec['absent'])} left. No table is written until the study is complete; then these copies "
+                f"replace the reported ones in `{rel(a.out)}/runs`.",
+                f"- Look at them meanwhile: `normlab-report {rel(stage)}/runs --out /tmp/partial`",
+                f"- Continue: `{rec['make']}` (or `make grid-start STUDY={a.study}`)",
+                f"- Seeds: selection {a.seed_lists['selection']}, evaluation {a.seed_lists['evaluation']} "
+                "(normlab/configs/study/seeds.yaml)",
+                "",
+            ]
+        )
+        + "\n"
+    )
+
+
+def readme(rec: dict, out: Path, shown: Optional[str] = None) -> str:
+    """The results folder's README; ``shown``: the folder's name in it (--record-out), default ``out``."""
+    shown = shown or rel(out)
+    sessions = rec.get("sessions") or []
+    if not sessions and "machine" in rec:  # a record written before sessions were kept
+        sessions = [
+            {
+                "command": rec.get("command"),
+                "started_utc": rec.get("started_utc"),
+                "machine": rec["machine"],
+                "wall_time_s": rec.get("wall_time_s", 0.0),
+                "trained": sum(rec["runs"].values()),
+            }
+        ]
+    trained = sum(x.get("trained", 0) for x in sessions)
+    wall = sum(x.get("wall_time_s", 0.0) for x in sessions)
+    r = rec.get("report") or {}
+    study = FIXED_STUDIES.get(rec["grid"].get("study", "fixed"), {})
+    roles_ = rec["grid"].get("seed_roles") or {}
+    lines = [
+        f"# Results: scale {rec['grid']['scale']}"
+        + (f", {study['title']}" if study.get("title") else ""),
+        "",
+        *([study["about"], ""] if study.get("about") else []),
+        *(
+            [
+                f"- Seeds: selection {roles_.get('selection')} (they chose the presets and the lrs; their runs are in "
+                f"no table), evaluation {roles_.get('evaluation')} (normlab/configs/study/seeds.yaml)"
+            ]
+            if roles_
+            else []
+        ),
+        f"- Command: `{rec['make']}`; it trains what is missing (continuing from the run copies in "
+        f"`{shown}/runs`) and re-writes these tables",
+        *([f"- Trained {rec['trained_by']}"] if rec.get("trained_by") else []),
+        f"- Runs trained at git commit `{rec['git_commit']}`"
+        + (
+            " with uncommitted changes (--working-tree)"
+            if rec["git_dirty"]
+            else " (a clean checkout)"
+        )
+        + "; commits recorded by the runs: "
+        + ", ".join(f"`{c[:12]}` × {n}" for c, n in rec["run_git_commits"].items()),
+        f"- Tables written at git commit `{r.get('git_commit')}`"
+        + (" (with uncommitted changes)" if r.get("git_dirty") else "")
+        + f" ({r.get('utc')})",
+        f"- Runs: {', '.join(f'{v} {k}' for k, v in sorted(rec['runs'].items())) or 'none'}"
+        + (
+            f"; absent (not trained yet): {len(rec['absent'])} of the grid's "
+            f"{len(rec['absent']) + sum(rec['runs'].values())}"
+            if rec["absent"]
+            else ""
+        ),
+        f"- Sum of the runs' own wall times: {rec['runs_wall_time_s'] / 3600:.2f} h; {len(sessions)} session(s) "
+        f"trained {trained} run(s) in {wall / 3600:.2f} h of wall time:",
+    ]
+    for x in sessions:
+        m = x.get("machine") or {}
+        hw = f"{m.get('cpus')} × {m.get('cpu')}" + (f", GPU {m['gpu']}" if m.get("gpu") else "")
+        lines.append(
+            f"  - {x['started_utc']}: {x.get('trained', 0)} run(s) in {x['wall_time_s'] / 60:.0f} min on "
+            f"{hw}; Python {m.get('python')}, torch {m.get('torch')}; `{x['command']}`"
+        )
+    lines += [
+        f"- Re-create the tables from the copies of the runs: `normlab-report {shown}/runs --out /tmp/report`",
+        "",
+    ]
+    report = out / "report.md"
+    if report.exists():
+        body = report.read_text().split("\n", 1)[1]  # drop report.md's own title
+        lines.append(body)
+    return "\n".join(lines) + "\n"
