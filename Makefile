@@ -42,8 +42,8 @@ example: $(PY)  ## install examples/normlab-example (a norm of one's own package
 	$(PY) -m normlab.make_report --no-figures --out runs/example-report runs/smoke/default
 	@grep "LpNorm" runs/example-report/summary.md
 
-test: $(PY)  ## run the test suite (real data from NORMLAB_DATA, default ./data)
-	$(PY) -m pytest -q
+test: $(PY)  ## run the test suite (real data from NORMLAB_DATA, default ./data); the 15 slowest tests last
+	$(PY) -m pytest -q --durations=15
 
 test-slow: $(PY)  ## run only the slow tests (longer end-to-end runs)
 	$(PY) -m pytest -q -m slow
