@@ -79,6 +79,13 @@ def start(repo, data_dir, script, args) -> subprocess.Popen:
     )
 
 
+def run_plan(repo: Path, data_dir, cmd: list[str]) -> subprocess.CompletedProcess:
+    """A driver's --plan in ``repo``, its output captured."""
+    return subprocess.run(
+        cmd, cwd=repo, env=environ(repo, data_dir), capture_output=True, text=True, timeout=120
+    )
+
+
 def wait_for(proc: subprocess.Popen, pattern: str, lines: list, timeout=240) -> None:
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -305,23 +312,14 @@ def test_prenorm_is_a_study_of_its_own(clone, data_dir, tmp_path):
         "--root",
         str(tmp_path / "runs"),
     ]
-    out = subprocess.run(
-        plan + ["--commit", "HEAD"],
-        cwd=clone,
-        env=environ(clone, data_dir),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    out = run_plan(clone, data_dir, plan + ["--commit", "HEAD"])
     assert out.returncode == 0, out.stderr
     assert (
         "45 runs of this study: 0 done, 45 to train" in out.stdout
     )  # a new study: the evaluation seeds 2-6
     # without --commit it continues the grid results/mini-enwik8-prenorm reports: the committed
     # study, complete at its commit, has nothing left to train
-    found = subprocess.run(
-        plan, cwd=clone, env=environ(clone, data_dir), capture_output=True, text=True, timeout=120
-    )
+    found = run_plan(clone, data_dir, plan)
     assert (
         found.returncode == 0
         and "at commit f1046b7783ba" in found.stdout
@@ -342,14 +340,11 @@ PLACEMENTS = {  # run-directory segment -> the setting its summary must record
 
 def test_the_placement_study_plans_every_placement_of_each_norm(clone, data_dir, tmp_path):
     # the clone has no staged copies (its fixture drops them), so the study is new at its HEAD
-    out = subprocess.run(
+    out = run_plan(
+        clone,
+        data_dir,
         [sys.executable, "scripts/reproduce.py", "--study", "placement", "--plan"]
         + ["--root", str(tmp_path / "runs"), "--commit", "HEAD"],
-        cwd=clone,
-        env=environ(clone, data_dir),
-        capture_output=True,
-        text=True,
-        timeout=120,
     )
     assert out.returncode == 0, out.stderr
     # 2 tasks x 4 norms x 6 placements x the evaluation seeds 2-6, none trained yet

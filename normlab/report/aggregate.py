@@ -255,8 +255,7 @@ def data_sentence(grid: Grid, columns: Optional[list[str]] = None) -> str:
     # the axis columns of one task (enwik8 [placement=...]) that share their data share one note
     notes: dict[tuple[str, str], list[str]] = {}
     for c in columns:
-        key = c.split(" [", 1)[0] if " [" in c else c
-        notes.setdefault((key, data_note(grid.column_runs(c))), []).append(c)
+        notes.setdefault((c.split(" [", 1)[0], data_note(grid.column_runs(c))), []).append(c)
     data = (
         "; ".join(
             f"{cs[0] if len(cs) == 1 else f'{key} (its {len(cs)} columns)'}: {note}"

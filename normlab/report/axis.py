@@ -25,7 +25,7 @@ def setting_axis(runs: Iterable[Run]) -> tuple[str, ...]:
     varied = defaultdict(int)  # (task, scale, key) -> norms that ran at two or more values
     for (task, scale, k, _), vs in values.items():
         varied[(task, scale, k)] += len(vs) > 1
-    return tuple(k for k in keys if any(n >= 2 for (_, _, kk), n in varied.items() if kk == k))
+    return tuple(sorted({k for (_, _, k), n in varied.items() if n >= 2}))
 
 
 def axis_label(setting: dict, axis: tuple[str, ...]) -> str:

@@ -14,12 +14,12 @@ from omegaconf import DictConfig
 from ..config import load_job, same_experiment
 from ..errors import ConfigError, DataError
 from ..files import read_json, read_yaml
+from ..report.runs import FINAL
 from ..tasks import get_task_class
 from . import distributed
 from .progress import enable_bars
 
 USER_ERRORS = (ConfigError, DataError)
-FINAL = ("completed", "diverged")
 
 
 def check_run_dir(run_dir: Path, config: dict) -> Optional[dict]:

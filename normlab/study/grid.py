@@ -43,11 +43,10 @@ class Job(NamedTuple):
 
 
 def variant_segment(variant: Sequence[str]) -> str:
-    """``layernorm_scaling=true,placement=pre``: each key by its last part, sorted, as the run
-    directories of a Hydra sweep over the same keys name them (normlab.setting)."""
-    return ",".join(
-        sorted(o.split("=", 1)[0].rsplit(".", 1)[-1] + "=" + o.split("=", 1)[1] for o in variant)
-    )
+    """``layernorm_scaling=true,placement=pre``: each override by the last part of its key, sorted
+    (the driver composes no config, so it cannot take normlab.setting's shortest unique names)."""
+    parts = (o.partition("=") for o in variant)
+    return ",".join(sorted(f"{key.rsplit('.', 1)[-1]}={value}" for key, _, value in parts))
 
 
 class Study(ABC):
