@@ -39,7 +39,7 @@ COMMANDS = (
     ),
     (
         "normlab-wandb-dashboard",
-        "normlab.integrations.wandb_dashboard:main",
+        "normlab.campaigns.xu2019.wandb_dashboard:main",
         "the paper's panels as a wandb Report, built in code",
     ),
 )

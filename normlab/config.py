@@ -20,9 +20,7 @@ from .config_keys import CONFIGS, DESCRIPTIVE_KEYS, RUNTIME_KEYS
 from .errors import ConfigError
 from .models import placement
 from .norms.sites import site_factory
-from .run import accel
-from .run.schedule import SCHEDULES
-from .schema import JobConfig, TrainConfig, default
+from .schema import SCHEDULES, JobConfig, TrainConfig, check_accel, default
 
 __all__ = [
     "CONFIGS",
@@ -207,7 +205,7 @@ def load_job(cfg: DictConfig, overrides: Optional[list[str]] = None) -> Job:
             f"norm={norm['name']}: {e}; see normlab/configs/norm/{norm['name']}.yaml"
         ) from None
     try:
-        accel.check(
+        check_accel(
             config.get("precision", default("precision")),
             config.get("compile", default("compile")),
             config.get("deterministic", default("deterministic")),

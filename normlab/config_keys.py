@@ -1,14 +1,30 @@
-"""Where the configs live and which keys are runtime-only: constants that the config loader
-(config.py), the messages that point at a fix (hints.py) and the run-folder naming (setting.py)
-all need. A leaf module (it imports nothing of normlab), so none of them imports another for them."""
+"""Where the configs live, how a job's config is composed from them, and which keys are
+runtime-only: what the config loader (config.py), the messages that point at a fix (hints.py),
+the run-folder naming (setting.py) and the search (tune.py) all need. A leaf module (it imports
+nothing of normlab), so none of them imports another for them."""
 
 from pathlib import Path
 
 # Inside the package, so a wheel (`pip install .`) carries the configs with the code.
 CONFIGS = Path(__file__).resolve().parent / "configs"
 
+
+def compose(overrides: list[str], hydra_node: bool = False):
+    """configs/train.yaml composed with ``overrides``, as normlab-train would (``hydra_node``: with
+    the hydra section, whose run.dir names the run folder). Inside a running Hydra app (a job, a
+    sweep) its own search path is used, so a user's config folders count too."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    if GlobalHydra.instance().is_initialized():
+        return hydra_compose("train", overrides=overrides, return_hydra_config=hydra_node)
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        return hydra_compose("train", overrides=overrides, return_hydra_config=hydra_node)
+
+
 # Keys that may differ between an interrupted run and its resumption.
-# seed_role labels a run for the reports (normlab.study.roles); it changes nothing it computes.
+# seed_role labels a run for the reports (normlab.report.roles); it changes nothing it computes.
 RUNTIME_KEYS = (
     "paths",
     "logger",
@@ -19,6 +35,9 @@ RUNTIME_KEYS = (
     "seed_role",
     "resume",
 )
+
+# Keys the seeds of one table cell may differ in without the cell mixing two configs.
+CELL_FREE_KEYS = ("seed", "name", *RUNTIME_KEYS)
 
 # Keys that describe a run and never change what it computes (how reports show its norm): a
 # resumed run or a run folder's name ignores them, so editing a label retrains nothing.

@@ -53,7 +53,7 @@ def expand(items: list[str]) -> list[Path]:
 def recorded(run_dir: Path, split: str, step: int) -> dict:
     """What the run recorded for these weights: {} when it recorded nothing for them."""
     from .files import read_json
-    from .run.rundir import read_curves
+    from .rundir import read_curves
 
     if split == "valid":
         recs = [
@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         items.append(f"task.eval.beam={args.beam}")
     if args.lenpen is not None:
         items.append(f"task.eval.lenpen={args.lenpen}")
-    from .run.progress import enable_bars
+    from .progress import enable_bars
     from .run.restore import parse_overrides
 
     enable_bars(sys.stderr.isatty())

@@ -63,9 +63,9 @@ def _leaves(key: str, value) -> Iterator[tuple[str, object]]:
 def explain_unknown_keys(argv: list[str]) -> list[str]:
     """Hints for command-line keys Hydra refused as 'not in struct': the valid keys at that
     level and the closest one. Runs only after Hydra has already failed, so it costs nothing."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
     from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from .config_keys import compose
 
     try:
         parsed = OverridesParser.create().parse_overrides(
@@ -80,11 +80,7 @@ def explain_unknown_keys(argv: list[str]) -> list[str]:
                 groups.append(f"{o.key_or_group}={value}")  # task=rt, norm=adanorm, scale=smoke
             elif not o.is_add():
                 keys.extend(_leaves(o.key_or_group, value))
-        if GlobalHydra.instance().is_initialized():  # called from inside a sweep
-            cfg = compose("train", overrides=groups)
-        else:
-            with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-                cfg = compose("train", overrides=groups)
+        cfg = compose(groups)
     except Exception:
         return []  # nothing to add to Hydra's own message
     hints = []

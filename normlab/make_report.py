@@ -21,6 +21,7 @@ from typing import Optional
 from .commands import version_text
 from .files import atomic_write_bytes
 from .report import find_runs, write_report
+from .report.campaigns import get_campaign, names
 from .report.runs import Run
 
 CACHE_VERSION = 2
@@ -112,6 +113,10 @@ def default_dirs(runs: list[Run]) -> tuple[Optional[Path], Path]:
     return (Path(data) if data else None), Path(cache)
 
 
+# The paper's tables and findings join every report unless another campaign (or none) is named.
+DEFAULT_CAMPAIGN = "xu2019"
+
+
 def report(
     runs: list[Run],
     out: Path,
@@ -119,9 +124,10 @@ def report(
     member: Optional[Path] = None,
     data_dir: Optional[Path] = None,
     cache_dir: Optional[Path] = None,
+    campaign: Optional[str] = DEFAULT_CAMPAIGN,
 ) -> dict:
     """``normlab.report.write_report`` with the baselines computed from ``data_dir``/``cache_dir``
-    (default: default_dirs)."""
+    (default: default_dirs) and the sections of ``campaign`` (a name; None: the generic report)."""
     dd, cd = default_dirs(runs)
     data_dir, cache_dir = data_dir or dd, cache_dir or cd
     return write_report(
@@ -130,6 +136,7 @@ def report(
         figures=figures,
         member=member,
         baselines=lambda task, cfg: baselines(task, cfg, data_dir, cache_dir),
+        campaign=get_campaign(campaign) if campaign else None,
     )
 
 
@@ -148,7 +155,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--version", action="version", version=version_text())
     p.add_argument("--out", type=Path, required=True, help="output folder (created)")
     p.add_argument("--no-figures", action="store_true", help="tables only (faster)")
+    p.add_argument(
+        "--campaign",
+        default=DEFAULT_CAMPAIGN,
+        help=f"the paper study whose tables, findings and figures join the report (default "
+        f"{DEFAULT_CAMPAIGN}; 'none': the generic tables and figures only)",
+    )
     args = p.parse_args(argv)
+    campaign = None if args.campaign.lower() == "none" else args.campaign
+    if campaign is not None and campaign not in names():
+        print(
+            f"normlab-report: error: --campaign {args.campaign}: no such campaign; installed: "
+            f"{', '.join(names())}, or none",
+            file=sys.stderr,
+        )
+        return 2
     try:
         runs = find_runs(args.run_dirs)
     except FileNotFoundError as e:
@@ -176,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         if len(args.run_dirs) == 1 and args.run_dirs[0].name == "runs"
         else None
     )
-    written = report(runs, args.out, figures=not args.no_figures, member=member)
+    written = report(runs, args.out, figures=not args.no_figures, member=member, campaign=campaign)
     print(written["main"].markdown())
     print(
         f"[normlab-report] {len(runs)} runs -> {args.out}: {len(written['tables'])} table files, "

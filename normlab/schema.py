@@ -11,6 +11,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
+# The values a few keys may take, here so that the config loader checks them without importing
+# the trainer (normlab.run) that acts on them.
+SCHEDULES = ("constant", "inverse_sqrt", "linear", "cosine")
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+
+
+def check_accel(precision, compile, deterministic) -> None:
+    """Raise ValueError naming the key for a bad top-level precision, compile or deterministic."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision={precision!r}: must be one of {list(PRECISIONS)}")
+    if not isinstance(compile, bool):
+        raise ValueError(f"compile={compile!r}: must be true or false")
+    if deterministic not in (True, False, "auto"):
+        raise ValueError(f"deterministic={deterministic!r}: must be true, false or auto")
+
 
 @dataclass
 class TrainConfig:

@@ -29,17 +29,9 @@ MAX_SEGMENT = 120
 
 @functools.lru_cache(maxsize=64)
 def _defaults_json(task: str, norm: str, scale: str) -> str:
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
+    from .config_keys import compose
 
-    from .config_keys import CONFIGS
-
-    overrides = [f"task={task}", f"norm={norm}", f"scale={scale}"]
-    if GlobalHydra.instance().is_initialized():  # inside normlab-train: Hydra's own search path
-        cfg = compose("train", overrides=overrides)
-    else:
-        with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-            cfg = compose("train", overrides=overrides)
+    cfg = compose([f"task={task}", f"norm={norm}", f"scale={scale}"])
     # Resolved key by key: runtime keys such as paths may interpolate ${hydra:...}, absent here.
     return json.dumps(
         {

@@ -33,19 +33,13 @@ import yaml
 from . import exitcodes
 from .commands import version_text
 from .config import CONFIGS, same_experiment
+from .config_keys import compose
 from .errors import ConfigError
 from .run.runlock import RunLock, RunLocked
 from .run.stopsignals import status_of
 from .trialjob import TrialJob
 
 SEARCHES = CONFIGS / "hparams_search"
-
-
-def _compose(overrides: list[str], hydra_node: bool = False):
-    from hydra import compose, initialize_config_dir
-
-    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        return compose("train", overrides=overrides, return_hydra_config=hydra_node)
 
 
 def load_search(name: str) -> dict:
@@ -110,7 +104,7 @@ def run_dir_of(overrides: list[str]) -> Path:
     """The run directory normlab-train will use for these overrides: Hydra's own hydra.run.dir."""
     from . import setting  # noqa: F401  (registers ${normlab.setting:})
 
-    return Path(_compose(overrides, hydra_node=True).hydra.run.dir)
+    return Path(compose(overrides, hydra_node=True).hydra.run.dir)
 
 
 def recover(study) -> int:
@@ -252,7 +246,7 @@ def main(argv=None) -> int:
     overrides = list(a.overrides)
     if not any(o.startswith("name=") for o in overrides):
         overrides.append(f"name=tune_{a.search}")
-    cfg = _compose(overrides)
+    cfg = compose(overrides)
     ranges = space(spec, cfg)
     sweep_dir = Path(cfg.paths.root) / cfg.scale / cfg.name
     sweep_dir.mkdir(parents=True, exist_ok=True)

@@ -45,10 +45,8 @@ SWEEP_NORMS = (
 
 
 def compose(task: str, norm: str, scale: str, data_dir: Path, cache: Path, extra=()):
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-
     from normlab.config import load_job
+    from normlab.config_keys import compose as compose_config
 
     overrides = [
         f"task={task}",
@@ -60,8 +58,7 @@ def compose(task: str, norm: str, scale: str, data_dir: Path, cache: Path, extra
         f"paths.root={cache}/runs",
         *extra,
     ]
-    with initialize_config_dir(config_dir=str(REPO / "normlab" / "configs"), version_base="1.3"):
-        return load_job(hydra_compose("train", overrides=overrides), overrides).cfg
+    return load_job(compose_config(overrides), overrides).cfg
 
 
 class Setup:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from normlab.study import pin
+from normlab import gitinfo
 
 
 def load_average() -> str:
@@ -27,15 +27,15 @@ def load_average() -> str:
 def code_version() -> str:
     """The commit the timed code is, "-dirty" when its files have uncommitted changes."""
     try:
-        return pin.head() + ("-dirty" if pin.dirty() else "")
-    except (pin.PinError, OSError):  # no git checkout (an unpacked release): time it anyway
+        return gitinfo.head() + ("-dirty" if gitinfo.dirty() else "")
+    except (gitinfo.GitError, OSError):  # no git checkout (an unpacked release): time it anyway
         return "unknown (no git checkout)"
 
 
 def machine() -> dict:
     """What a benchmark table must state to be read: where, when, with what, how loaded."""
     host = (
-        pin.machine()
+        gitinfo.machine()
     )  # the facts reproduce.json records for a grid, plus what a timing depends on
     info = {
         "command": " ".join(shlex.quote(a) for a in ["python", *sys.argv]),

@@ -75,22 +75,17 @@ def job_env(data_dir: Path, cache: Path) -> dict:
 
 
 def compose(overrides: list[str], data_dir: Path, cache_dir: Path):
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
+    from normlab.config_keys import compose as compose_config
 
-    from normlab.config import CONFIGS
-
-    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        return hydra_compose(
-            "train",
-            overrides=[
-                f"task={TASK}",
-                f"paths.data_dir={data_dir}",
-                f"paths.cache_dir={cache_dir}",
-                "progress=false",
-                *overrides,
-            ],
-        )
+    return compose_config(
+        [
+            f"task={TASK}",
+            f"paths.data_dir={data_dir}",
+            f"paths.cache_dir={cache_dir}",
+            "progress=false",
+            *overrides,
+        ]
+    )
 
 
 def export(cfg, out: Path) -> dict:

@@ -5,7 +5,7 @@
     python scripts/readme_results.py --check  # exit 1 when a page differs from the tables
 
 Run it after committing new tables (scripts/commit_results.sh does), so every number the README
-and the results page quote is the tables' (normlab/report/readme.py).
+and the results page quote is the tables' (normlab/campaigns/xu2019/readme.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from normlab.report.readme import PAGES, replace, section  # noqa: E402
+from normlab.campaigns.xu2019.readme import PAGES, replace, section  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -5,7 +5,7 @@
     python scripts/reproduce.py --study prenorm --scale mini --plan        # the pre-norm enwik8 study
     python scripts/reproduce.py --study placement --scale mini --plan      # placement x norm
 
-Studies (normlab/study/studies.py): ``fixed`` (the paper's tables and the beyond-the-paper norms:
+Studies (normlab/campaigns/xu2019/studies.py): ``fixed`` (the paper's tables and the beyond-the-paper norms:
 tasks x norms x seeds at the preset lr, results/<scale>), ``prenorm`` (enwik8 with pre-norm,
 results/<scale>-enwik8-prenorm) and ``placement`` (IWSLT14 and enwik8, four norms x six
 placements, results/<scale>-placement). The seeds are the evaluation seeds by default; which seeds select
@@ -46,22 +46,21 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from normlab.campaigns.xu2019.folder_readme import readme, rel, staged_readme  # noqa: E402
+from normlab.campaigns.xu2019.paper_tables import TABLES  # noqa: E402
+from normlab.campaigns.xu2019.studies import FIXED_STUDIES  # noqa: E402
 from normlab.files import atomic_write_bytes, write_json  # noqa: E402
 from normlab.integrations.wandb_results import log_results, wandb_options  # noqa: E402
 from normlab.make_report import report  # noqa: E402
-from normlab.report import find_runs  # noqa: E402
-from normlab.report import record as provenance  # noqa: E402
-from normlab.report.paper_tables import TABLES  # noqa: E402
-from normlab.study import (
-    pin,  # noqa: E402
-    roles,
-    staging,
+from normlab.report import (
+    find_runs,  # noqa: E402
+    roles,  # noqa: E402
 )
+from normlab.report import record as provenance  # noqa: E402
+from normlab.study import pin, staging  # noqa: E402
 from normlab.study import plan as planning  # noqa: E402
 from normlab.study.executor import Executor  # noqa: E402
-from normlab.study.folder_readme import readme, rel, staged_readme  # noqa: E402
 from normlab.study.grid import FixedGrid  # noqa: E402
-from normlab.study.studies import FIXED_STUDIES  # noqa: E402
 
 
 def parse(argv):

@@ -4,7 +4,7 @@
     python scripts/reproduce_tuned.py --scale mini --jobs 2 --budget-min 110
     python scripts/reproduce_tuned.py --scale mini --plan
 
-Protocol (normlab/report/tuned.py; the jobs: normlab/study/tuned_grid.py): per task and norm, the
+Protocol (normlab/campaigns/xu2019/tuned.py; the jobs: normlab/campaigns/xu2019/tuned_grid.py): per task and norm, the
 selection seed (normlab/configs/study/seeds.yaml: seed 1) at the preset lr and at the factors of
 normlab/configs/hparams_search/lr_grid.yaml (five lrs spanning 8x); the lr with the best
 validation score is chosen (the grid widened by 2x steps, --extend per side, while the best sits
@@ -33,18 +33,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from normlab.campaigns.xu2019.tuned import EXTEND, TUNED_NORMS, recorded_extend, write_tuned_report  # noqa: E402
+from normlab.campaigns.xu2019.tuned_grid import Grid  # noqa: E402
 from normlab.files import atomic_write_bytes, write_json  # noqa: E402
-from normlab.report import find_runs  # noqa: E402
-from normlab.report import record as provenance  # noqa: E402
-from normlab.report.tuned import EXTEND, TUNED_NORMS, recorded_extend, write_tuned_report  # noqa: E402
-from normlab.study import (
-    pin,  # noqa: E402
-    roles,
-    staging,
+from normlab.report import (
+    find_runs,  # noqa: E402
+    roles,  # noqa: E402
 )
+from normlab.report import record as provenance  # noqa: E402
+from normlab.study import pin, staging  # noqa: E402
 from normlab.study import plan as planning  # noqa: E402
 from normlab.study.executor import Executor  # noqa: E402
-from normlab.study.tuned_grid import Grid  # noqa: E402
 from normlab.tune import load_search  # noqa: E402
 
 ALL_TASKS = "rt,sst2,mnist,iwslt15_en_vi,iwslt14_de_en,enwik8,ptb,imdb"  # cheapest first

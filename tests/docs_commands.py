@@ -79,7 +79,7 @@ class Rule:
 SLURM = "a SLURM scheduler: its normlab command is composed by the rule of the line it runs"
 RULES = [
     # what a user runs first: .ci/run runs these very lines on a fresh clone
-    Rule(r"make (install|test|lint|docs)( |$)", ("make", "ci")),
+    Rule(r"make (install|test|test-slow|lint|docs)( |$)", ("make", "ci")),
     Rule(r"make demo( |$)", ("make", "run")),
     Rule(r"export NORMLAB_DATA=", ("external",), "sets the data folder (docs/tasks-data.md)"),
     Rule(

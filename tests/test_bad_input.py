@@ -407,25 +407,56 @@ CLI_CASES = [
 ]
 
 
+# Each case through normlab.train's entry point in this process (the same main(), SystemExit and
+# stderr as the command); a few of them also as a real process, below.
 @pytest.mark.parametrize("args,code,match", CLI_CASES, ids=[c[0] for c in CLI_CASES])
 def test_every_bad_input_is_one_line_with_its_exit_code_and_leaves_nothing(
-    tmp_path, args, code, match
+    tmp_path, args, code, match, monkeypatch, capfd
 ):
+    import sys
+
     import torch
+
+    from normlab import train
 
     if args.startswith("device=cuda") and torch.cuda.is_available() and args != "device=cuda:7":
         pytest.skip("this machine has CUDA")
-    out = run_cli(
-        ["task=synthetic_cls", "scale=smoke", "threads=1", "task.train.max_steps=2", *args.split()],
-        tmp_path,
-        check=False,
-        timeout=300,
-    )
-    lines = [line for line in out.stderr.splitlines() if line.strip()]
-    assert out.returncode == code, out.stderr[-2000:]
-    assert 1 <= len(lines) <= 2 and "Traceback" not in out.stderr and match in lines[0], out.stderr
+    argv = ["progress=false", f"paths.root={tmp_path / 'runs'}", *BASE_ARGS, *args.split()]
+    monkeypatch.setattr(sys, "argv", ["normlab-train", *argv])
+    threads = torch.get_num_threads()
+    try:
+        with pytest.raises(SystemExit) as e:
+            train.main()
+    finally:
+        torch.set_num_threads(threads)  # the job's threads=1 must not slow the tests after it
+    err = capfd.readouterr().err
+    assert_one_line(e.value.code, err, code, match, tmp_path)
+
+
+BASE_ARGS = ["task=synthetic_cls", "scale=smoke", "threads=1", "task.train.max_steps=2"]
+
+
+def assert_one_line(rc: int, err: str, code: int, match: str, tmp_path) -> None:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert rc == code, err[-2000:]
+    assert 1 <= len(lines) <= 2 and "Traceback" not in err and match in lines[0], err
     left = [p for p in (tmp_path / "runs").rglob("*")] if (tmp_path / "runs").exists() else []
     assert left == [], left
+
+
+@pytest.mark.parametrize(
+    "args,code,match",
+    [
+        c
+        for c in CLI_CASES
+        if c[0] in ("device=gpu", "paths.root=/proc/normlab", "+task.train.foo=1")
+    ],
+)
+def test_bad_input_as_a_process_is_one_line_on_stderr_and_its_exit_code(
+    tmp_path, args, code, match
+):
+    out = run_cli([*BASE_ARGS, *args.split()], tmp_path, check=False, timeout=300)
+    assert_one_line(out.returncode, out.stderr, code, match, tmp_path)
 
 
 def test_report_to_a_folder_it_cannot_make_is_one_line(tmp_path):

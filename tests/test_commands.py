@@ -26,7 +26,7 @@ def test_the_listed_commands_are_the_installed_entry_points():
         "normlab.evaluate",
         "normlab.export",
         "normlab.make_report",
-        "normlab.integrations.wandb_dashboard",
+        "normlab.campaigns.xu2019.wandb_dashboard",
     ],
 )
 def test_version_names_normlab_torch_and_hydra(module):

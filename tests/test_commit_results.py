@@ -7,6 +7,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from helpers import REPO, TEST_CACHE
 
 
@@ -16,6 +18,7 @@ def sh(args, cwd, env, check=True):
     return out
 
 
+@pytest.mark.slow
 def test_commit_results_commits_copies_and_their_tables_together(tmp_path, data_dir):
     clone = tmp_path / "clone"
     env = {

@@ -12,10 +12,10 @@ import zlib
 import pytest
 import torch
 
-from helpers import REPO, TEST_CACHE, run_cli, run_job
+from helpers import REPO, TEST_CACHE, run_cli, run_job, run_path
 from normlab.files import read_json
 from normlab.run.distributed import launcher_env, shard
-from normlab.run.rundir import read_curves
+from normlab.rundir import read_curves
 
 # dropout 0: one process and two draw different dropout masks for the same example.
 ARGS = [
@@ -191,8 +191,9 @@ def test_two_processes_with_update_freq_follow_the_one_process_curve(tmp_path):
     _, one = run_job(args, tmp_path / "one")
     out = torchrun(tmp_path / "two", args)
     assert out.returncode == 0, out.stderr[-3000:]
-    a, b = read_curves(one / "curves.jsonl"), read_curves(tmp_path / "two" / RUN / "curves.jsonl")
-    assert [r["step"] for r in a if r["split"] == "train"] == [1, 2, 3, 4]
+    two = run_path(tmp_path / "two", args)  # its folder names the keys these args vary
+    a, b = read_curves(one / "curves.jsonl"), read_curves(two / "curves.jsonl")
+    assert [r["step"] for r in a if r["split"] == "train"] == [1, 2, 3, 4] and b
     for x, y in zip(a, b, strict=True):
         assert (x["step"], x["split"]) == (y["step"], y["split"])
         assert math.isclose(x["loss"], y["loss"], rel_tol=1e-5), (x, y)

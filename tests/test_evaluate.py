@@ -14,7 +14,7 @@ import pytest
 from conftest import REPO, SMOKE_RUNS
 
 from normlab.evaluate import main
-from normlab.run.rundir import read_curves
+from normlab.rundir import read_curves
 
 TRANSLATION = ("iwslt14_de_en", "iwslt15_en_vi")
 

@@ -80,6 +80,7 @@ def _train_and_report(tmp_path, env, norm, tasks, label):
     assert len(rows) == 1 and rows[0].count("(1)") == len(tasks), rows
 
 
+@pytest.mark.slow
 def test_a_norm_from_the_users_own_package_runs_everywhere(tmp_path, data_dir):
     # installed as pip does (entry point, package data, Hydra plugin), into a folder of its own so
     # the project's venv stays as it is

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from helpers import REPO
 
 TASK = '''"""Blobs: two Gaussian blobs in 8 dimensions told apart by an MLP with a norm (GENERATED)."""
@@ -168,6 +170,7 @@ def test_a_task_and_a_logger_inside_normlab_are_one_module_and_one_config_each(t
     _train_log_and_report(tmp_path, _env(tmp_path, tmp_path))
 
 
+@pytest.mark.slow
 def test_a_task_and_a_logger_from_the_users_own_package(tmp_path):
     # installed as pip would leave it: the package, its dist-info with the entry points, and a
     # Hydra search-path plugin in the hydra_plugins namespace package that adds its configs

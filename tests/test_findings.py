@@ -1,6 +1,9 @@
 """The findings: paired two-sided tests and TOST per claim row, one declared family for Holm and
 BH across studies, verdicts, and the overfitting claim measured after the validation minimum."""
 
+import functools
+import json
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -8,16 +11,21 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.weightstats import ttost_paired
 from test_report import make_run
 
-from normlab.report import find_runs, write_report
+from normlab.campaigns.xu2019 import CAMPAIGN, findings_record, tuned
+from normlab.campaigns.xu2019.family import build, locate
+from normlab.campaigns.xu2019.findings import CLAIMS, evaluate, findings
+from normlab.campaigns.xu2019.findings_text import summary_lines
+from normlab.campaigns.xu2019.tuned import member_findings, member_key
+from normlab.report import find_runs
+from normlab.report import write_report as generic_report
 from normlab.report.aggregate import Grid
 from normlab.report.claims import margin
-from normlab.report.family import build, locate
-from normlab.report.findings import CLAIMS, evaluate, findings
-from normlab.report.findings_text import summary_lines
 from normlab.report.overfit import gap_best, gap_last, in_regime, valid_rise
-from normlab.report.tuned import member_findings
 
 CLAIM = {c.key: c for c in CLAIMS}
+
+# the paper's report: the generic one with the xu2019 campaign's tables, findings and figures
+write_report = functools.partial(generic_report, campaign=CAMPAIGN)
 
 
 def curves(valid, train_end=1.0, steps=100):
@@ -155,6 +163,44 @@ def test_family_spans_the_declared_studies_of_a_scale(tmp_path):
         "Across tasks (two-sided sign tests, adjusted in the family" in text
         and "as claimed on 1 of 1" in text
     )
+
+
+def test_a_members_findings_json_stands_in_for_its_runs_only_while_they_are_unchanged(
+    tmp_path, monkeypatch
+):
+    res = tmp_path / "results"
+    for folder, shift in (("mini", 1.0), ("mini-enwik8-prenorm", 0.5)):
+        for seed, noise in zip((2, 3, 4), (0.1, -0.2, 0.15)):
+            make_run(res / folder / "runs", "rt", "adanorm", seed, 80.0 + shift + noise)
+            make_run(res / folder / "runs", "rt", "layernorm", seed, 80.0 - noise)
+    pre = res / "mini-enwik8-prenorm"
+    write_report(find_runs([pre / "runs"]), pre, figures=False, member=pre)
+    record = json.loads((pre / "findings.json").read_text())
+    assert record["key"]["study"] == "prenorm" and len(record["findings"]) == 1
+    # read back equal to the rows computed from the runs, field by field
+    assert findings_record.read(pre, member_key("prenorm", pre)) == findings(
+        Grid(find_runs([pre / "runs"]))
+    )
+    write_report(
+        find_runs([res / "mini" / "runs"]), tmp_path / "a", figures=False, member=res / "mini"
+    )
+    # the member's runs are not read while its record counts
+    calls, real = [], tuned.find_runs
+    monkeypatch.setattr(tuned, "find_runs", lambda paths: calls.append(paths) or real(paths))
+    write_report(
+        find_runs([res / "mini" / "runs"]), tmp_path / "b", figures=False, member=res / "mini"
+    )
+    assert (
+        calls == []
+        and (tmp_path / "a" / "family.md").read_text() == (tmp_path / "b" / "family.md").read_text()
+    )
+    # a member run changed since: its record no longer counts, and the runs are read again
+    make_run(pre / "runs", "rt", "layernorm", 5, 79.0)
+    assert findings_record.read(pre, member_key("prenorm", pre)) is None
+    write_report(
+        find_runs([res / "mini" / "runs"]), tmp_path / "c", figures=False, member=res / "mini"
+    )
+    assert len(calls) == 1
 
 
 def test_divergence_decides_and_too_few_pairs(tmp_path):

@@ -201,6 +201,7 @@ def kill_while_training(proc, sweep, n_done, sig):
     raise AssertionError("the search ended before it could be stopped")
 
 
+@pytest.mark.slow
 def test_a_killed_search_leaves_no_job_and_its_rerun_adopts_the_stopped_trial(tmp_path):
     pytest.importorskip("optuna")
     cmd = tune_cmd(tmp_path, 3, 400)
@@ -251,6 +252,7 @@ def test_a_killed_search_leaves_no_job_and_its_rerun_adopts_the_stopped_trial(tm
     assert jobs_under(tmp_path / "runs") == []
 
 
+@pytest.mark.slow
 def test_ctrl_c_on_a_search_checkpoints_its_trial_exits_130_and_the_rerun_resumes_it(tmp_path):
     pytest.importorskip("optuna")
     cmd = tune_cmd(tmp_path, 2, 400)
@@ -284,6 +286,7 @@ def test_ctrl_c_on_a_search_checkpoints_its_trial_exits_130_and_the_rerun_resume
     assert resumed["status"] == "completed" and resumed["steps"] == 400
 
 
+@pytest.mark.slow
 def test_a_search_with_other_fixed_settings_is_refused_naming_the_keys(tmp_path):
     pytest.importorskip("optuna")
     env = {**os.environ, "NORMLAB_CACHE": str(TEST_CACHE)}

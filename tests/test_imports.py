@@ -117,3 +117,74 @@ def test_the_report_reads_run_directories_and_builds_nothing():
     }
     assert {m: t for m, t in report.items() if t} == {}
     assert "normlab.tasks" in edges["normlab.make_report"]  # the graph sees the lazy import
+
+
+# The layers of the package (docs/design.md), lowest first. A module may import its own package
+# and anything of a lower layer, never a higher one: so a user who adds a norm or a task reads the
+# lower layers only, and a change up here never reaches a training process.
+LAYERS = (
+    # leaves: errors, files, exit codes, schema and config keys, git info, the run directory
+    (
+        "normlab",
+        "errors",
+        "files",
+        "exitcodes",
+        "schema",
+        "config_keys",
+        "plugins",
+        "gitinfo",
+        "rundir",
+        "progress",
+        "commands",
+    ),
+    ("norms",),
+    ("models", "data"),
+    ("tasks", "loggers"),
+    ("config", "setting", "hints"),
+    ("run",),
+    ("jobproc", "train", "tune", "trialjob", "evaluate", "export", "__main__"),
+    ("report",),
+    ("study", "make_report"),
+    ("integrations",),
+    # the paper's reproduction: nothing below imports it (the report finds it by name)
+    ("campaigns",),
+)
+
+
+def layer_of(module: str) -> int:
+    top = module.split(".")[1] if "." in module else module
+    for rank, names in enumerate(LAYERS):
+        if top in names:
+            return rank
+    raise AssertionError(f"{module}: no layer; name its package in LAYERS (tests/test_imports.py)")
+
+
+def upward(edges: dict[str, set[str]]) -> list[str]:
+    """Every import from a module to a module of a higher layer (lazy imports included)."""
+    return sorted(
+        f"{m} -> {t}" for m, targets in edges.items() for t in targets if layer_of(t) > layer_of(m)
+    )
+
+
+def test_imports_point_down_the_layers():
+    assert upward(graph()) == []
+
+
+def test_the_layer_check_sees_an_upward_import():
+    edges = {"normlab.tasks.lm": {"normlab.run.progress"}, "normlab.run.x": {"normlab.tasks.lm"}}
+    assert upward(edges) == ["normlab.tasks.lm -> normlab.run.progress"]
+
+
+def test_a_training_process_loads_no_statistics_or_plotting_stack():
+    # about 2.5 s of every job's start went to scipy, statsmodels and matplotlib, which only the
+    # report and the figures need
+    import subprocess
+    import sys
+
+    heavy = ("scipy", "statsmodels", "matplotlib", "pandas", "optuna")
+    code = (
+        "import sys, normlab.train, normlab.run.runner, normlab.evaluate; "
+        f"print(' '.join(m for m in {heavy!r} if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == []

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 
+import pytest
 from test_reproduce import reproduce
 
 from helpers import REPO
@@ -38,6 +39,7 @@ def fake_copy(tmp_path, norm: str, commit: str):
     (d / "summary.json").write_text(json.dumps({"status": "completed", "git_commit": commit}))
 
 
+@pytest.mark.slow
 def test_the_grid_is_trained_from_a_clean_checkout_of_its_commit(tmp_path, data_dir):
     commit = head()
     out = reproduce(

@@ -12,7 +12,7 @@ import torch
 
 from helpers import REPO, TEST_CACHE, run_cli, run_job, run_path
 from normlab.files import read_json
-from normlab.run.rundir import read_curves
+from normlab.rundir import read_curves
 
 # 4 batches per epoch, 2 micro-batches per step: steps cross epochs; dropout makes RNG matter
 ARGS = [
@@ -102,6 +102,7 @@ def wait_for_step(proc, run, step):
         pytest.param(signal.SIGUSR1, 75, "preempted", 1, marks=pytest.mark.slow),
     ],
 )
+@pytest.mark.slow
 def test_signal_checkpoints_the_current_step_and_resumes_to_the_same_weights(
     tmp_path, sig, code, status, repeat
 ):

@@ -3,7 +3,7 @@
 import re
 from pathlib import Path
 
-from normlab.run.progress import eta_line
+from normlab.progress import eta_line
 
 
 def test_eta_extrapolates_this_slices_rate_only():
@@ -23,7 +23,7 @@ def test_eta_extrapolates_this_slices_rate_only():
 
 def test_progress_true_shows_evaluation_bars_and_false_shows_none(tmp_path, capsys, monkeypatch):
     from helpers import run_job
-    from normlab.run import progress
+    from normlab import progress
 
     monkeypatch.setattr(progress, "_terminal", lambda: True)  # bars are for a terminal
     args = ["task=synthetic_cls", "scale=smoke", "threads=1"]
@@ -38,7 +38,7 @@ def test_progress_true_shows_evaluation_bars_and_false_shows_none(tmp_path, caps
 def test_bpe_learning_bar_follows_the_switch(monkeypatch):
     from tokenizers import trainers
 
-    from normlab.run import progress
+    from normlab import progress
 
     monkeypatch.setattr(progress, "_terminal", lambda: True)
     from normlab.data.bpe import JointBPE

@@ -5,6 +5,7 @@ with chosen values, so every number in the tables can be asserted exactly.
 """
 
 import csv
+import functools
 import json
 import math
 import subprocess
@@ -13,16 +14,21 @@ import sys
 import pytest
 import yaml
 
+from normlab.campaigns.xu2019 import CAMPAIGN
+from normlab.campaigns.xu2019 import published as P
+from normlab.campaigns.xu2019.paper_tables import TABLES, norm_table
 from normlab.make_report import main as cli_main
-from normlab.report import find_runs, write_report
-from normlab.report import published as P
+from normlab.report import find_runs
+from normlab.report import write_report as generic_report
 from normlab.report.aggregate import Grid
 from normlab.report.axis import setting_axis
-from normlab.report.paper_tables import TABLES, norm_table
 from normlab.report.runs import export
 from normlab.report.tables import latex_escape
 
 RT_NOTE = "RT has no official split: seeded 80/10/10 split (split_seed=0)"
+
+# the paper's report: the generic one with the xu2019 campaign's tables, findings and figures
+write_report = functools.partial(generic_report, campaign=CAMPAIGN)
 
 
 def make_run(
@@ -179,6 +185,22 @@ def test_option_sets_become_separate_rows_and_mixed_configs_are_flagged(tmp_path
     ]
     assert row(t, "LayerNorm")[1] == "71.00 ± 1.41 (2) †"
     assert "† the cell's runs differ in config beyond the seed." in t.full_caption
+
+
+def test_seeds_that_differ_only_in_runtime_keys_are_one_config(tmp_path):
+    # a resumed seed (resume=...) or one trained compiled computes the same thing
+    for seed, extra in (
+        (1, {"resume": "auto", "compile": False}),
+        (2, {"resume": "never", "compile": True}),
+    ):
+        make_run(tmp_path, "rt", "layernorm", seed, 70.0 + seed)
+        path = tmp_path / "rt" / "layernorm" / f"seed{seed}" / "config.yaml"
+        path.write_text(yaml.safe_dump({**yaml.safe_load(path.read_text()), **extra}))
+    t = norm_table(grid_of(tmp_path), "table3", *TABLES["table3"])
+    assert row(t, "LayerNorm")[1] == "71.50 ± 0.71 (2)"
+    make_run(tmp_path, "rt", "layernorm", 3, 73.0, lr=5e-4)  # a config change is still flagged
+    t = norm_table(grid_of(tmp_path), "table3", *TABLES["table3"])
+    assert row(t, "LayerNorm")[1].endswith("†")
 
 
 def test_export_drops_per_layer_probe_keys_and_keeps_tables_identical(tmp_path):
@@ -359,7 +381,7 @@ def test_regime_counts_runs_whose_best_checkpoint_is_the_last(tmp_path):
 
 
 def test_paper_layout_figures_need_both_norms_and_plot_bits_per_byte(tmp_path, monkeypatch):
-    from normlab.report import paper_figures as pf
+    from normlab.campaigns.xu2019 import paper_figures as pf
 
     train = [{"step": s, "split": "train", "loss": 2.0 * math.log(2)} for s in (10, 20)]
     valid = [{"step": 20, "split": "valid", "loss": 1.0, "bpc": 1.5}]

@@ -5,12 +5,13 @@ import json
 
 from test_report import make_run
 
+from normlab.campaigns.xu2019.paper_tables import TABLES, norm_table
 from normlab.norms import NORMS
 from normlab.report import figures as F
 from normlab.report import find_runs
 from normlab.report.aggregate import NORM_LABELS, Grid
 from normlab.report.norm_cards import COLORS, DASHES, card
-from normlab.report.paper_tables import TABLES, norm_table, runs_table
+from normlab.report.run_tables import runs_table
 from normlab.report.tables import Table
 
 

@@ -11,8 +11,9 @@ import pytest
 from conftest import data_root
 
 from helpers import REPO, TEST_CACHE, run_cli
-from normlab.report.paper_tables import TABLES
-from normlab.report.report import OWN_TABLES
+from normlab.campaigns.xu2019 import CAMPAIGN
+from normlab.campaigns.xu2019.paper_tables import TABLES
+from normlab.report.report import own_tables
 from normlab.report.runs import PER_LAYER_GRAD
 from normlab.report.tables import latex_escape
 
@@ -54,6 +55,7 @@ def test_the_full_grid_is_the_union_of_the_tables(tmp_path):
     )  # the launcher is a command-line choice
 
 
+@pytest.mark.slow
 def test_submitit_local_mode_runs_the_sweep(tmp_path):
     out = run_cli(
         [
@@ -89,6 +91,7 @@ def reproduce(args, cwd, data_dir, timeout=600):
     )
 
 
+@pytest.mark.slow
 def test_smoke_reproduction_writes_every_output_and_shows_divergence(tmp_path, data_dir):
     # A run forced to diverge (huge learning rate), placed among the grid's committed run copies
     # (results/smoke/runs): it is restored into the run root, the sweep skips it as finished, and
@@ -202,7 +205,7 @@ def test_smoke_reproduction_writes_every_output_and_shows_divergence(tmp_path, d
     )
     assert again.returncode == 0, again.stderr
     for p in res.glob("*.*"):
-        if p.stem in OWN_TABLES:
+        if p.stem in own_tables(CAMPAIGN):
             assert p.read_bytes() == (tmp_path / "again" / p.name).read_bytes(), p.name
 
     # a fresh machine (no run root) continues from the copies alone: nothing to train
@@ -220,6 +223,7 @@ def test_smoke_reproduction_writes_every_output_and_shows_divergence(tmp_path, d
     ]
 
 
+@pytest.mark.slow
 def test_logger_wandb_logs_the_results_folder_as_an_artifact(tmp_path, data_dir):
     pytest.importorskip("wandb")
     from wandb_records import offline_run
@@ -295,9 +299,11 @@ COMMITTED = (
 )
 @pytest.mark.parametrize("res", COMMITTED, ids=[p.name for p in COMMITTED])
 def test_committed_tables_are_recreated_from_committed_runs(res, tmp_path):
-    if res.name.endswith("-tuned"):  # make reproduce-tuned's own report (normlab/report/tuned.py)
+    if res.name.endswith(
+        "-tuned"
+    ):  # make reproduce-tuned's own report (normlab/campaigns/xu2019/tuned.py)
+        from normlab.campaigns.xu2019.tuned import recorded_extend, write_tuned_report
         from normlab.report import find_runs
-        from normlab.report.tuned import recorded_extend, write_tuned_report
         from normlab.tune import load_search
 
         factors = load_search("lr_grid")["params"]["task.train.lr"]["factor_choices"]
@@ -327,7 +333,7 @@ def test_committed_tables_are_recreated_from_committed_runs(res, tmp_path):
         )
         assert out.returncode == 0, out.stderr
         # the baselines are computed from the data files: without them the report says so instead
-        own = set(OWN_TABLES) - (set() if data_root().is_dir() else {"baselines"})
+        own = set(own_tables(CAMPAIGN)) - (set() if data_root().is_dir() else {"baselines"})
     committed = [p for p in res.glob("*.*") if p.stem in own]
     assert committed
     for p in committed:

@@ -14,7 +14,7 @@ import torch
 from helpers import REPO, TEST_CACHE, run_cli, run_job
 from normlab.errors import CheckpointError
 from normlab.files import read_json
-from normlab.run.rundir import Checkpoints, Curves, read_curves
+from normlab.rundir import Checkpoints, Curves, read_curves
 
 # 4 batches per epoch: 16 steps cross 3 epoch boundaries; dropout 0.1 makes the RNG state matter.
 ARGS = [
@@ -62,6 +62,7 @@ def cli_with_fault(tmp_path, monkeypatch, fault):
     return tmp_path / RUN
 
 
+@pytest.mark.slow
 def test_kill_mid_checkpoint_write_mid_eval_mid_step_then_resume_is_bitwise_equal(
     reference, tmp_path, monkeypatch
 ):

@@ -10,7 +10,7 @@ from helpers import run_cli, run_job
 from normlab.config import ConfigError
 from normlab.files import read_json, read_yaml
 from normlab.norms import NORMS
-from normlab.run.rundir import read_curves
+from normlab.rundir import criterion, read_curves
 
 RT = ["task=rt", "scale=smoke", "threads=1"]
 
@@ -74,3 +74,24 @@ def test_completed_run_is_skipped_and_changed_config_refused(data_dir, tmp_path,
     ):
         run_job([*RT, "task.train.lr=0.01", "task.model.layers=2"], tmp_path, data_dir=data_dir)
     assert snapshot(run_dir) == before
+
+
+@pytest.mark.parametrize("select", ["metric", "loss"])
+def test_summary_records_what_selected_the_checkpoint(data_dir, tmp_path, select):
+    summary, run_dir = run_job([*RT, f"task.train.select={select}"], tmp_path, data_dir=data_dir)
+    valid = {r["step"]: r for r in read_curves(run_dir / "curves.jsonl") if r["split"] == "valid"}
+    best = valid[summary["best_step"]]
+    expect = ("acc", best["acc"], True) if select == "metric" else ("loss", best["loss"], False)
+    assert summary["selected_by"] == expect[0]
+    assert criterion(summary) == pytest.approx(expect)
+    # a summary written before selected_by existed: read back from its numbers
+    old = {k: v for k, v in summary.items() if k != "selected_by"}
+    assert criterion(old)[0] == expect[0]
+
+
+def test_a_recorded_selection_wins_over_a_coincidence():
+    # selected on the loss, while the kept score happens to equal the best valid accuracy
+    summary = {"metric": "acc", "higher_is_better": True, "best_valid_score": 70.0,
+               "best_valid": {"acc": 70.0, "loss": -70.0}}  # fmt: skip
+    assert criterion(summary)[0] == "acc"
+    assert criterion({**summary, "selected_by": "loss"}) == ("loss", -70.0, False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from helpers import run_job
 from normlab.report import find_runs, write_report
-from normlab.run.rundir import read_curves
+from normlab.rundir import read_curves
 
 
 def test_a_dyt_run_records_alpha_and_saturation_and_the_report_shows_them(tmp_path, data_dir):

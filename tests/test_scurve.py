@@ -13,7 +13,7 @@ from normlab.models.lm import TransformerLM
 from normlab.models.transformer import TransformerConfig
 from normlab.norms import norm_factory
 from normlab.norms.scurve import call_order, collect, spread
-from normlab.report.scurve_figure import plot
+from normlab.run.scurve_figure import plot
 
 
 def lm(norm: str) -> TransformerLM:

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from normlab.study import pin, roles, staging
+from normlab.report import roles
+from normlab.study import pin, staging
 
 RECORD = roles.declared()["record_commit"]
 STUDY = "f" * 40

@@ -9,7 +9,7 @@ import sys
 
 from helpers import TEST_CACHE, run_cli
 from normlab.files import read_json
-from normlab.run.rundir import read_curves
+from normlab.rundir import read_curves
 
 SWEEP = [
     "hydra.mode=MULTIRUN",

@@ -145,9 +145,8 @@ def test_sweep_returns_one_entry_per_grid_point_and_launches_no_empty_batch(tmp_
             sweeper.sweep(args)
         assert sweeper.launcher.calls == [([["a=1"]], 0), ([["a=3"]], 3), ([["a=4"]], 4)]
         return
-    from normlab.run.callbacks import INVALID_POINTS
+    from normlab.run.callbacks import invalid_points
 
-    INVALID_POINTS.clear()
     returns = sweeper.sweep(args)
     assert [len(b) for b in returns] == [2, 2, 1]
     flat = [r for b in returns for r in b]
@@ -165,8 +164,8 @@ def test_sweep_returns_one_entry_per_grid_point_and_launches_no_empty_batch(tmp_
         ([["a=3"]], 3),
         ([["a=4"]], 4),
     ]  # never an empty batch
-    assert [p for p, _ in INVALID_POINTS] == ["a=bad1", "a=bad2"]
-    INVALID_POINTS.clear()
+    assert [p for p, _ in invalid_points(tmp_path, remove=True)] == ["a=bad1", "a=bad2"]
+    assert invalid_points(tmp_path) == []  # read once, by the sweep's count
 
 
 def test_the_hydra_test_harness_swaps_the_basic_sweeper_for_normlabs(tmp_path):

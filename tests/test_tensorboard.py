@@ -4,7 +4,7 @@ EventAccumulator) and an hparams entry with the final metrics; it combines with 
 import pytest
 
 from helpers import run_job
-from normlab.run.rundir import read_curves
+from normlab.rundir import read_curves
 
 pytest.importorskip("tensorboard")
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402

@@ -11,8 +11,8 @@ import pytest
 from test_reproduce import reproduce
 
 from helpers import REPO, TEST_CACHE
+from normlab.campaigns.xu2019.tuned import grid_lrs, planned_lrs, select
 from normlab.report.runs import Run
-from normlab.report.tuned import grid_lrs, planned_lrs, select
 
 
 def run(summary: dict) -> Run:
@@ -206,6 +206,7 @@ def test_tuned_comparison_end_to_end_and_continued_from_copies(tmp_path, data_di
     assert {p.name: p.read_bytes() for p in res.glob("*.csv")} == before
 
 
+@pytest.mark.slow
 def test_a_session_whose_first_jobs_all_fail_stops_and_says_where_to_look(tmp_path):
     """A missing data folder fails every job within seconds; the driver stops after three instead of
     marking the whole grid failed, and points at a job's log."""

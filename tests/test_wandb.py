@@ -6,7 +6,7 @@ import pytest
 from helpers import run_job
 from normlab.config import ConfigError
 from normlab.loggers.wandb_logger import WandbLogger
-from normlab.run.rundir import read_curves
+from normlab.rundir import read_curves
 from wandb_records import offline_run
 
 wandb = pytest.importorskip("wandb")

@@ -2,8 +2,8 @@
 
 import pytest
 
-from normlab.integrations.wandb_dashboard import GROUPBY, build_report, main
-from normlab.report.paper_tables import TABLES
+from normlab.campaigns.xu2019.paper_tables import TABLES
+from normlab.campaigns.xu2019.wandb_dashboard import GROUPBY, build_report, main
 
 wr = pytest.importorskip("wandb_workspaces.reports.v2")
 from wandb_workspaces import expr  # noqa: E402

@@ -104,9 +104,9 @@ class NormlabSweeper(BasicSweeper):
             message = " ".join(f"{e} {cause}".split()).split(" Config search path:")[0]
             if self._summary_counts_them():  # normlab's own app: add its key hints, count the point
                 from normlab.hints import explain_unknown_keys
-                from normlab.run.callbacks import INVALID_POINTS
+                from normlab.run.callbacks import record_invalid
 
                 message += "".join(f"\n  {h}" for h in explain_unknown_keys(list(overrides)))
-                INVALID_POINTS.append((point, message))
+                record_invalid(self.config.hydra.sweep.dir, point, message)
             print(f"[normlab] sweep point not run: {point}\n  {message}", file=sys.stderr)
             return JobReturn(overrides=list(overrides), status=JobStatus.FAILED, _return_value=e)

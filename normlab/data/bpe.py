@@ -24,7 +24,7 @@ from typing import Iterable, Sequence
 
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
-from ..run.progress import bars_enabled
+from ..progress import bars_enabled
 from .cache import cached
 
 SUFFIX = "</w>"  # subword-nmt's end-of-word marker

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Optional
 
-from ..run.rundir import Curves
+from ..rundir import Curves
 
 
 class LocalLogger:

@@ -7,7 +7,7 @@ layer's input and output; a sample of
 ``channels`` channels (the same for every layer, seeded) keeps up to ``points`` (input, output)
 pairs per layer, spread over the channels. The output is the module's, gain and bias included,
 so a LayerNorm's curve shows its learned affine and a DyT's is exactly gamma_c tanh(alpha x) +
-beta_c. ``normlab.report.scurve_figure`` draws the record; the runner writes both at the end of a
+beta_c. ``normlab.run.scurve_figure`` draws the record; the runner writes both at the end of a
 run with ``task.train.scurve`` > 0.
 """
 

@@ -9,7 +9,7 @@ from typing import Optional
 
 import yaml
 
-from ..study.roles import CONFIGS
+from .roles import CONFIGS
 
 CLAIMS_FILE = CONFIGS / "study" / "claims.yaml"
 

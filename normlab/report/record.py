@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable, Optional
 
-from ..study import pin
+from .. import gitinfo
 from .runs import Run
 
 
@@ -70,8 +70,8 @@ def report_stamp(n_runs: int, **fields) -> dict:
     """Which code wrote the tables (it may be newer than the runs' commit: see report-only)."""
     return {
         **fields,
-        "git_commit": pin.head(),
-        "git_dirty": pin.dirty(),
+        "git_commit": gitinfo.head(),
+        "git_dirty": gitinfo.dirty(),
         "utc": utc_now(),
         "runs": n_runs,
     }
@@ -84,7 +84,7 @@ def session(script: str, argv: Optional[list], started_utc: str, start: float, *
         "started_utc": started_utc,
         "wall_time_s": round(time.time() - start, 1),
         **fields,
-        "machine": pin.machine(),
+        "machine": gitinfo.machine(),
         "data_dir": os.environ.get("NORMLAB_DATA"),
     }
 

@@ -1,34 +1,58 @@
 """Everything the report writes for a set of runs, and the Markdown index that ties it together.
 
-Outputs in ``out``: summary (the task x norm table), the paper's tables that have runs
-(table1, table2, table3, beyond), findings, grad_stats (when the probe ran), data, runs (every
-run) as .md/.csv/.tex; figures/<name>.png/.pdf; report.md with all tables, findings and figure
-captions. Tables are a pure function of the run files, so re-running on the same runs (e.g. the
+Outputs in ``out``: summary (the task x norm table), a campaign's own tables and findings (the
+paper's, normlab.campaigns), overfitting, baselines, grad_stats (when the probe ran), data, runs
+(every run) as .md/.csv/.tex; figures/<name>.png/.pdf; report.md with all tables, findings and
+figure captions. Tables are a pure function of the run files, so re-running on the same runs (e.g. the
 committed copies under results/<scale>/runs) re-creates them byte for byte.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Optional, Protocol
 
 from ..files import atomic_write_bytes
-from ..study.roles import reported, selection_runs
-from .aggregate import Grid, data_sentence
+from .aggregate import Grid
 from .axis import setting_axis
 from .baselines import Provider, baselines_table
-from .family import build, family_table, locate
 from .figures import FIGURES, figure
-from .findings import findings
-from .findings_text import findings_table, method, sign_table, summary_lines
 from .gradstats import grad_table, has_probe
 from .overfit import figure_note, overfitting_table
-from .paper_figures import PAPER_FIGURES, paper_figure
-from .paper_tables import TABLES, data_table, paper_tables, runs_table, summary_table
 from .regime import regime_sentence
+from .roles import reported, selection_runs
+from .run_tables import data_table, runs_table, summary_table
 from .runs import Run
 from .saturation import has_alpha, saturation_table
 from .settings import settings_table
-from .tuned import member_findings
+from .tables import Table
+
+
+@dataclass
+class Findings:
+    """What a campaign's tested claims add to a report: its tables (the first one carries the
+    sentence on cells that did not train), the index's lines on them, how they were tested, and
+    the files of its own it writes into the report's folder (``files(out)``: their paths)."""
+
+    tables: list[Table] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    method: str = ""
+    files: Optional[Callable[[Path], list[Path]]] = None
+
+
+class Campaign(Protocol):
+    """A study of a paper built on the framework (normlab.campaigns): its own tables after the
+    summary, its tested findings, its own figures, and the file names it owns in a report folder."""
+
+    table_keys: tuple[str, ...]
+    figure_keys: tuple[str, ...]
+
+    def tables(self, grid: Grid) -> list[Table]: ...
+
+    def findings(self, grid: Grid, member: Optional[Path]) -> Findings: ...
+
+    def figures(self, grid: Grid, out: Path) -> dict[str, str]: ...
 
 
 def write_report(
@@ -37,35 +61,28 @@ def write_report(
     figures: bool = True,
     member: Path | None = None,
     baselines: Provider | None = None,
+    campaign: Campaign | None = None,
 ) -> dict:
     """Write every output for ``runs`` into ``out``; returns {"tables": [...], "figures": [...], ...}.
     ``baselines(task name, task config)`` gives a task's trivial baselines for the baselines table
     (normlab.make_report computes them from the data); None: the table says they were not computed.
-    ``member``: the results folder these runs are reported for (results/mini), which names the
-    family of tests the findings are corrected over (family.py); None: the report's own tests."""
+    ``campaign``: the paper study whose tables, findings and figures join the generic ones
+    (normlab.report.campaigns.get_campaign); ``member``: the results folder these runs are reported
+    for (results/mini), which the campaign's findings may be corrected with; None: this report's
+    own tests."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     held_out = selection_note(runs)
     runs = reported(runs)
     grid = Grid(runs, axis=setting_axis(runs))
-    tables = [summary_table(grid), *paper_tables(grid)]
+    tables = [summary_table(grid), *(campaign.tables(grid) if campaign else [])]
     if held_out:
         for t in tables:
             t.notes.insert(0, held_out)
-    fs = findings(grid)
-    fam = build(fs, member, member_findings)
-    study = (locate(member) or ("this report",))[0] if member is not None else "this report"
+    found = campaign.findings(grid, member) if campaign else Findings()
     regime = regime_sentence(grid)
-    extra = (
-        [
-            findings_table(grid, fs, fam, study),
-            family_table(fam, data_sentence(grid)),
-            sign_table(fam, data_sentence(grid)),
-        ]
-        if fs
-        else []
-    )
-    if fs and regime:
+    extra = list(found.tables)
+    if extra and regime:
         extra[0].notes.insert(0, regime)
     extra.append(overfitting_table(grid))
     base = baselines_table(grid, baselines)
@@ -77,9 +94,11 @@ def write_report(
     if (st := settings_table(grid)) is not None:
         extra.append(st)
     extra += [data_table(grid), runs_table(grid)]
-    written = {"tables": [], "figures": [], "captions": {}}
+    written = {"tables": [], "figures": [], "files": [], "captions": {}}
     for t in tables + extra:
         written["tables"] += t.write(out)
+    if found.files:
+        written["files"] += found.files(out)
     if figures:
         for key, (title, norms, panels, what) in FIGURES.items():
             more = figure_note(grid) if key == "overfitting" else ""
@@ -92,20 +111,15 @@ def write_report(
                     out / "figures" / f"{key}.png",
                     out / "figures" / f"{key}.pdf",
                 ]
-        for key in PAPER_FIGURES:
-            caption = paper_figure(grid, key, out / "figures")
-            if caption:
-                written["captions"][key] = caption
-                written["figures"] += [
-                    out / "figures" / f"{key}.png",
-                    out / "figures" / f"{key}.pdf",
-                ]
-    _remove_stale(out, written)
+        for key, caption in (campaign.figures(grid, out / "figures") if campaign else {}).items():
+            written["captions"][key] = caption
+            written["figures"] += [out / "figures" / f"{key}.png", out / "figures" / f"{key}.pdf"]
+    _remove_stale(out, written, campaign)
     index = render_index(
         tables,
         extra,
-        summary_lines(fs, fam, study) if fs else [],
-        method(fam) if fs else "",
+        found.lines,
+        found.method,
         written["captions"],
         [n for n in base.notes if not n.startswith("Scale:")],
         regime,
@@ -119,10 +133,6 @@ def write_report(
 
 OWN_TABLES = (
     "summary",
-    *TABLES,
-    "findings",
-    "family",
-    "sign_tests",
     "overfitting",
     "baselines",
     "grad_stats",
@@ -132,21 +142,26 @@ OWN_TABLES = (
 )
 
 
-def _remove_stale(out: Path, written: dict) -> None:
+def own_tables(campaign: Campaign | None) -> tuple[str, ...]:
+    """The names of the tables a report with ``campaign`` may write."""
+    return (*OWN_TABLES, *(campaign.table_keys if campaign else ()))
+
+
+def _remove_stale(out: Path, written: dict, campaign: Campaign | None) -> None:
     """Delete this report's own file names left from an earlier report in ``out`` that this one
     did not write (e.g. a figure whose norms are gone), so no output describes other runs."""
-    keep = {Path(p).resolve() for p in written["tables"] + written["figures"]}
-    own = [out / f"{k}.{e}" for k in OWN_TABLES for e in ("md", "csv", "tex")]
-    own += [
-        out / "figures" / f"{k}.{e}" for k in (*FIGURES, *PAPER_FIGURES) for e in ("png", "pdf")
-    ]
+    keep = {Path(p).resolve() for p in written["tables"] + written["figures"] + written["files"]}
+    tables = own_tables(campaign)
+    figures = (*FIGURES, *(campaign.figure_keys if campaign else ()))
+    own = [out / f"{k}.{e}" for k in tables for e in ("md", "csv", "tex", "json")]
+    own += [out / "figures" / f"{k}.{e}" for k in figures for e in ("png", "pdf")]
     for p in own:
         if p.exists() and p.resolve() not in keep:
             p.unlink()
 
 
 def selection_note(runs: list[Run]) -> str:
-    """The sentence that says which runs every table leaves out (normlab.study.roles), or ""."""
+    """The sentence that says which runs every table leaves out (normlab.report.roles), or ""."""
     sel = selection_runs(runs)
     if not sel:
         return ""

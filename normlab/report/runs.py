@@ -15,18 +15,16 @@ from typing import Iterable, Optional
 
 import yaml
 
+from ..config_keys import CELL_FREE_KEYS
 from ..exitcodes import STOPPED
 from ..files import atomic_write_bytes
-from ..run.rundir import read_curves
+from ..rundir import FINAL, read_curves
 from . import norm_cards
 
-FINAL = ("completed", "diverged")
 # Per-layer probe keys (grad/<layer>/...) are dropped from exported curves: 12 keys per norm
 # layer per probe would make the committed copies megabytes per run; grad/all/... is kept.
 PER_LAYER_GRAD = re.compile(r"^grad/(?!all/)")
-# Config keys that never change a run's result, ignored when comparing runs of one table cell.
 SKIP_DIRS = ("checkpoints", "wandb")
-RUNTIME_KEYS = ("seed", "paths", "logger", "device", "progress", "threads", "name", "seed_role")
 
 
 @dataclass
@@ -109,7 +107,7 @@ class Run:
 
     def fingerprint(self) -> str:
         """The config without seed and runtime keys: runs in one table cell should share it."""
-        cfg = {k: v for k, v in self.config.items() if k not in RUNTIME_KEYS}
+        cfg = {k: v for k, v in self.config.items() if k not in CELL_FREE_KEYS}
         if isinstance(cfg.get("norm"), dict):  # its look in reports changes no result
             cfg["norm"] = {k: v for k, v in cfg["norm"].items() if k != "display"}
         return json.dumps(cfg, sort_keys=True, default=str)

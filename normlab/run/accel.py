@@ -19,19 +19,8 @@ import torch
 
 from ..schema import default
 
-PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 _AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 _USER_INDUCTOR_DIR = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-
-
-def check(precision, compile, deterministic) -> None:
-    """Raise ValueError naming the key for a bad top-level accel value."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision={precision!r}: must be one of {list(PRECISIONS)}")
-    if not isinstance(compile, bool):
-        raise ValueError(f"compile={compile!r}: must be true or false")
-    if deterministic not in (True, False, "auto"):
-        raise ValueError(f"deterministic={deterministic!r}: must be true, false or auto")
 
 
 def deterministic_for(value, device: torch.device) -> bool:

@@ -4,6 +4,7 @@ Hydra's traceback; after a multirun, count job outcomes and exit with the number
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -56,8 +57,29 @@ class WritableRoot(Callback):
         self._check(config)
 
 
-# Sweep points the sweeper could not compose (hydra_plugins/normlab_sweeper): (overrides, error).
-INVALID_POINTS: list[tuple[str, str]] = []
+def _invalid_file(sweep_dir) -> Path:
+    # per sweep process: the sweeper and this callback run in the one process that sweeps
+    return Path(str(sweep_dir)) / f".invalid_points.{os.getpid()}.jsonl"
+
+
+def record_invalid(sweep_dir, point: str, error: str) -> None:
+    """A sweep point the sweeper could not compose (hydra_plugins/normlab_sweeper), for the sweep's
+    count: appended to a file in the sweep folder, read and removed when the sweep ends."""
+    path = _invalid_file(sweep_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        f.write(json.dumps({"point": point, "error": error}) + "\n")
+
+
+def invalid_points(sweep_dir, remove: bool = False) -> list[tuple[str, str]]:
+    """The (point, error) pairs recorded for this process's sweep in ``sweep_dir``."""
+    path = _invalid_file(sweep_dir)
+    if not path.exists():
+        return []
+    points = [(r["point"], r["error"]) for r in map(json.loads, path.read_text().splitlines())]
+    if remove:
+        path.unlink()
+    return points
 
 
 def record_failure(run_dir: Path, cfg: DictConfig, error: BaseException) -> None:
@@ -89,7 +111,7 @@ class SweepSummary(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         self.start = time.time()
         self.jobs: list[tuple[str, str]] = []
-        INVALID_POINTS.clear()
+        invalid_points(config.hydra.sweep.dir, remove=True)  # a crashed earlier sweep's
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs) -> None:
         if not hasattr(self, "jobs"):
@@ -110,7 +132,7 @@ class SweepSummary(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         root = Path(config.hydra.sweep.dir)
         jobs = (getattr(self, "jobs", None) or self._from_files(root)) + [
-            ("invalid", f"{point}: {error}") for point, error in INVALID_POINTS
+            ("invalid", f"{point}: {error}") for point, error in invalid_points(root, remove=True)
         ]
         counts: dict[str, int] = {}
         for status, _ in jobs:

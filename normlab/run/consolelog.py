@@ -3,7 +3,7 @@ appended by every invocation that trains the run, each under a header with its c
 
 The console still gets everything; the file gets it too once the run directory exists (a job
 refused on bad input writes no file). Progress-bar redraws (chunks with a carriage return) stay on
-the terminal only; a log gets the training loop's per-tenth lines instead (normlab.run.progress).
+the terminal only; a log gets the training loop's per-tenth lines instead (normlab.progress).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..exitcodes import STOPPED
-from .rundir import criterion, read_curves
+from ..rundir import criterion, read_curves
 
 
 def _num(v) -> str:

@@ -14,10 +14,10 @@ from omegaconf import DictConfig
 from ..config import load_job, same_experiment
 from ..errors import ConfigError, DataError
 from ..files import read_json, read_yaml
-from ..report.runs import FINAL
+from ..progress import enable_bars
+from ..rundir import FINAL
 from ..tasks import get_task_class
 from . import distributed
-from .progress import enable_bars
 
 USER_ERRORS = (ConfigError, DataError)
 
@@ -79,7 +79,7 @@ def prepare(
         raise ConfigError(f"task.name: {e} (normlab/configs/task/<name>.yaml)") from None
     enable_bars(
         bool(job.progress) and ctx.main
-    )  # evaluation, decoding and BPE bars (normlab/run/progress.py)
+    )  # evaluation, decoding and BPE bars (normlab/progress.py)
     done = distributed.on_main(ctx, lambda: check_run_dir(run_dir, job.config), USER_ERRORS)
     if done is not None:
         return job, None, done

@@ -1,5 +1,5 @@
 """End-of-run probes a run writes beside its curves: the S-curve record and figure of its norm
-layers (``task.train.scurve`` layers; normlab.norms.scurve, normlab.report.scurve_figure)."""
+layers (``task.train.scurve`` layers; normlab.norms.scurve, normlab.run.scurve_figure)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import torch
 
 from ..files import atomic_write_bytes
 from ..norms.scurve import collect
-from ..report.scurve_figure import from_run
 
 
 def write_scurve(job, task, model: torch.nn.Module, run_dir: Path) -> Path:
@@ -23,4 +22,6 @@ def write_scurve(job, task, model: torch.nn.Module, run_dir: Path) -> Path:
     title = f"{job.task.name} / {label} ({job.scale}), seed {job.seed}, best checkpoint"
     record = {"title": title, **collect(model, inputs, job.train.scurve, seed=job.seed)}
     atomic_write_bytes(Path(run_dir) / "scurve.json", json.dumps(record).encode())
+    from .scurve_figure import from_run  # matplotlib, only for the runs that ask for the figure
+
     return from_run(run_dir)

@@ -7,21 +7,20 @@ from typing import Optional
 
 import torch
 
-from .. import __version__
-from ..study import pin
+from .. import __version__, gitinfo
 
 
 def git_commit() -> Optional[str]:
     try:
-        return pin.head()
+        return gitinfo.head()
     except Exception:  # not a git checkout (an installed wheel), or no git
         return None
 
 
 def git_dirty() -> Optional[bool]:
-    """Uncommitted changes to the code the run imported (pin.CODE); None outside a git checkout."""
+    """Uncommitted changes to the code the run imported (gitinfo.CODE); None outside a git checkout."""
     try:
-        return pin.dirty()
+        return gitinfo.dirty()
     except Exception:
         return None
 

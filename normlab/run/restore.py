@@ -17,8 +17,8 @@ from omegaconf import OmegaConf
 from ..config import Job, load_job
 from ..errors import CheckpointError, ConfigError
 from ..files import read_yaml
+from ..rundir import Checkpoints
 from ..schema import default
-from .rundir import Checkpoints
 
 # Keys that change how a run is evaluated, never what was trained. The first group changes no
 # number beyond float rounding (where the run is evaluated, how big its batches are).

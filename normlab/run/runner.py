@@ -24,12 +24,12 @@ from ..errors import ConfigError
 from ..files import atomic_write_bytes, read_json, write_json, write_yaml
 from ..loggers import make_loggers
 from ..norms import native
+from ..rundir import Checkpoints, Curves, criterion, read_curves
 from ..schema import default
 from . import accel, distributed, probes, provenance
 from .consolelog import ConsoleLog
 from .outcome import STOPPED, end_line
 from .prepare import prepare
-from .rundir import Checkpoints, Curves, criterion, read_curves
 from .runlock import RunLock
 from .stopsignals import status_of
 from .trainer import Diverged, Preempted, Trainer
@@ -248,6 +248,8 @@ def _summarise(job, task, trainer, run_dir, status, error, test, previous, start
         "valid": st.last_valid,
         "test": test,
         "best_valid_score": st.best,
+        # what chose the checkpoint (task.train.select): the loss, or the task's metric
+        "selected_by": "loss" if job.train.select == "loss" else task.metric,
         "best_valid": _valid_at(run_dir, st.best_step)
         if trainer.dist.main
         else {},  # rank 0 writes the curves

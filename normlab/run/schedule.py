@@ -7,8 +7,7 @@ import math
 import torch
 
 from ..norms import param_groups
-
-SCHEDULES = ("constant", "inverse_sqrt", "linear", "cosine")
+from ..schema import SCHEDULES
 
 
 def build_optimizer(model: torch.nn.Module, t) -> torch.optim.Optimizer:

@@ -27,13 +27,13 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from ..norms import GradProbe, native
+from ..progress import training_bar
+from ..rundir import Checkpoints
 from ..schema import default
 from ..tasks.base import Task, to_device
 from . import accel, distributed
 from .checkpointing import CheckpointMixin
 from .faults import InjectedFault, parse_faults  # noqa: F401  (InjectedFault: re-exported)
-from .progress import training_bar
-from .rundir import Checkpoints
 from .schedule import build_optimizer, build_scheduler
 from .stopsignals import StopSignals, status_of
 

@@ -18,30 +18,23 @@ in priority order (asked again after every job, as later stages appear); ``comma
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from .. import exitcodes
-from ..report.runs import FINAL
-from ..run.progress import eta_line
-from ..run.runlock import lock_holder
-from ..run.stopsignals import job_process_setup
+from ..jobproc import AS_PREEMPTION, JobProcess, StopForwarding, status_of_exit
+from ..progress import eta_line
+from ..rundir import FINAL
 
-EXIT_LOCKED = exitcodes.LOCKED
-STOPPED_EXITS = (*exitcodes.STOPPED.values(), -signal.SIGTERM)  # a checkpoint was written
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 KEEP = ("best.pt", "last.pt")  # the first that exists is kept
 POLL_S = 0.5
 
 
 @dataclass
-class Outcome:
+class SliceResult:
     trained: int = 0  # jobs that ended with a final summary in this slice
     failed: list = field(default_factory=list)
     preempted: list = field(default_factory=list)  # stopped with a checkpoint, resumed next slice
@@ -80,28 +73,27 @@ class Executor:
             say or (lambda line: print(line, flush=True)),
             tag,
         )  # a detached slice's log is a file
-        self.running: dict[subprocess.Popen, object] = {}
-        self.stop_signal: Optional[str] = None
+        self.running: dict[JobProcess, object] = {}
+        self.stops = StopForwarding(AS_PREEMPTION, self._announce)
         self.start = time.time()
 
-    def _on_signal(self, signum, _frame) -> None:
-        if self.stop_signal is None:
-            self.stop_signal = signal.Signals(signum).name
-            self.say(
-                f"[{self.tag}] {self.stop_signal}: starting no more jobs; {len(self.running)} running job(s) "
-                "write a checkpoint and stop (the next slice resumes them)"
-            )
-        for p in self.running:
-            _terminate(p)
+    @property
+    def stop_signal(self) -> Optional[str]:
+        return None if self.stops.signum is None else signal.Signals(self.stops.signum).name
+
+    def _announce(self, signum: int) -> None:
+        self.say(
+            f"[{self.tag}] {signal.Signals(signum).name}: starting no more jobs; {len(self.running)} running "
+            "job(s) write a checkpoint and stop (the next slice resumes them)"
+        )
 
     def over_budget(self) -> bool:
         return self.budget_min is not None and time.time() - self.start > 60 * self.budget_min
 
-    def run(self) -> Outcome:
-        out = Outcome()
-        old = {s: signal.signal(s, self._on_signal) for s in STOP_SIGNALS}
+    def run(self) -> SliceResult:
+        out = SliceResult()
         waiting: dict = {}  # job -> lock holder, for runs another (orphaned) process still holds
-        try:
+        with self.stops:
             while True:
                 if not self.stop_signal and not self.over_budget():
                     self._launch(out, waiting)
@@ -122,21 +114,18 @@ class Executor:
                         flush=True,
                     )
                     for p in self.running:
-                        _terminate(p)
+                        p.send(signal.SIGTERM)
                     while self.running:
                         time.sleep(POLL_S)
                         self._reap(out)
                     break
-        finally:
-            for s, h in old.items():
-                signal.signal(s, h)
         if self.stop_signal:
             out.stopped = self.stop_signal
         elif self.over_budget() and self.study.plan():
             out.stopped = "budget"
         return out
 
-    def _launch(self, out: Outcome, waiting: dict) -> None:
+    def _launch(self, out: SliceResult, waiting: dict) -> None:
         if len(self.running) >= self.jobs:
             return  # planning reads every unfinished job's summary: not on every poll of a full slice
         busy = set(self.running.values())
@@ -146,7 +135,14 @@ class Executor:
                 return
             if job in busy or job in done_here:
                 continue
-            holder = lock_holder(self.study.run_dir(job))
+            proc = JobProcess(
+                self.study.command(job),
+                self.study.run_dir(job),
+                cwd=self.study.cwd,
+                env=self.study.env,
+                log=self.study.log(job),
+            )
+            holder = proc.holder()
             if holder:
                 if job not in waiting:
                     self.say(
@@ -156,28 +152,20 @@ class Executor:
                 waiting[job] = holder
                 continue
             waiting.pop(job, None)
-            log = self.study.log(job)
-            log.parent.mkdir(parents=True, exist_ok=True)
-            with open(log, "ab") as f:
-                p = subprocess.Popen(
-                    self.study.command(job),
-                    cwd=self.study.cwd,
-                    env=self.study.env,
-                    stdout=f,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    preexec_fn=job_process_setup,
-                )
-            self.running[p] = job
+            self.running[proc.start()] = job
+            self.stops.jobs = list(self.running)
+            if self.stop_signal:  # a stop that came while it started
+                proc.send(signal.SIGTERM)
             busy.add(job)
             self.say(
                 f"[{self.tag}] start {job.rel()}"
                 + (f" (lr={job.lr:g})" if getattr(job, "lr", None) else "")
             )
 
-    def _reap(self, out: Outcome) -> None:
+    def _reap(self, out: SliceResult) -> None:
         for p in [p for p in self.running if p.poll() is not None]:
-            job, rc = self.running.pop(p), p.returncode
+            job, rc = self.running.pop(p), p.poll()
+            self.stops.jobs = list(self.running)
             summary = self.study.summary(job)
             status = summary.get("status")
             if status in FINAL:
@@ -200,24 +188,17 @@ class Executor:
                         self.tag,
                     )
                 )
-            elif rc in STOPPED_EXITS:
+            elif status_of_exit(rc) == "stopped":
                 out.preempted.append(job)
-            elif rc == EXIT_LOCKED:
+            elif status_of_exit(rc) == "locked":
                 pass  # another process held it after all: planned again once its lock is free
             else:
                 out.failed.append(job)  # not retried in this slice: its log says why
                 self.say(f"[{self.tag}] {job.rel()}: failed (exit {rc}); log {self.study.log(job)}")
 
 
-def _terminate(p: subprocess.Popen) -> None:
-    try:
-        os.killpg(p.pid, signal.SIGTERM)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def _valid(summary: dict) -> str:
-    from ..run.rundir import criterion
+    from ..rundir import criterion
 
     name, value, _ = criterion(summary)
     return f"{name} {value:.4g}" if value is not None else ""

@@ -6,7 +6,7 @@ of the study's further axis, e.g. the placement). Its run directory is
 study's commit (normlab.study.pin), its copy ``<copies>/<task>/<norm>/[lr=<v>/][<variant>/]seed<k>``. A job is finished when a final
 summary (completed or diverged) of the study's commit is found in its copy, its run directory, the
 results folder's committed copies or a sibling study's (the tuned grid shares the fixed grid's
-preset-lr runs). A selection run of the record (normlab.study.roles) counts for a selection job
+preset-lr runs). A selection run of the record (normlab.report.roles) counts for a selection job
 whatever its commit: the choice it made stays made.
 """
 
@@ -19,10 +19,11 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import NamedTuple, Optional, Sequence
 
-from ..report.runs import FINAL, export_if_changed, load_run
+from ..report.roles import SELECTION, role_of
+from ..report.runs import export_if_changed, load_run
+from ..rundir import FINAL
 from . import pin
 from .executor import prune_checkpoints
-from .roles import SELECTION, role_of
 
 
 class Job(NamedTuple):

@@ -14,41 +14,18 @@ from __future__ import annotations
 
 import json
 import os
-import platform
-import subprocess
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
-REPO = Path(__file__).resolve().parents[2]
+from ..gitinfo import CODE, REPO, GitError, dirty, git, head
 
-
-class PinError(RuntimeError):
-    """The grid cannot be trained at one clean commit; the message says how to fix it."""
+# git failures and pin failures are one error: either way the grid cannot be trained at one
+# clean commit, and the caller says so in one line.
+PinError = GitError
 
 
 class UncommittedCode(PinError):
     """A new grid would be trained at HEAD, and HEAD's code has uncommitted changes."""
-
-
-def git(*args: str, cwd: Path = REPO) -> str:
-    out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
-    if out.returncode:
-        raise PinError(f"git {' '.join(args)} failed in {cwd}: {out.stderr.strip()}")
-    return out.stdout.strip()
-
-
-def head() -> str:
-    return git("rev-parse", "HEAD")
-
-
-# The code a run or a report imports; uncommitted changes elsewhere (docs, results being written)
-# change neither.
-CODE = ("normlab", "hydra_plugins", "scripts")
-
-
-def dirty(cwd: Path = REPO) -> bool:
-    """Uncommitted changes to tracked files under CODE."""
-    return bool(git("status", "--porcelain", "--untracked-files=no", "--", *CODE, cwd=cwd))
 
 
 def commit_of_copies(where: Path, keep: Optional[Callable[[dict], bool]] = None) -> Optional[str]:
@@ -169,29 +146,3 @@ def environ(code: Path) -> dict:
 
 def root_for(base: Path, commit: str, dirty: bool = False) -> Path:
     return Path(base) / (commit[:12] + ("-dirty" if dirty else ""))
-
-
-def machine() -> dict:
-    """Where runs were trained: host, CPU, memory, Python, torch and GPU."""
-    info = {
-        "hostname": platform.node(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-    }
-    try:
-        cpu = [
-            ln.split(":", 1)[1].strip()
-            for ln in open("/proc/cpuinfo")
-            if ln.startswith("model name")
-        ]
-        info["cpu"] = cpu[0] if cpu else platform.processor()
-        mem = [ln.split()[1] for ln in open("/proc/meminfo") if ln.startswith("MemTotal")]
-        info["memory_gb"] = round(int(mem[0]) / 2**20, 1) if mem else None
-    except OSError:
-        info["cpu"] = platform.processor()
-    import torch
-
-    info["torch"] = torch.__version__
-    info["gpu"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
-    return info

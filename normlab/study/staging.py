@@ -14,9 +14,9 @@ import shutil
 from pathlib import Path
 from typing import Optional
 
+from ..report.roles import SELECTION, role_of
 from ..report.runs import find_runs
 from . import pin
-from .roles import SELECTION, role_of
 
 STAGING = "staging"
 

@@ -19,7 +19,7 @@ from torch import nn
 from ..errors import ConfigError
 from ..models import spec as model_specs
 from ..models.transformer import NormFactory
-from ..run.progress import bar
+from ..progress import bar
 
 
 class Task(ABC):

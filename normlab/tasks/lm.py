@@ -26,7 +26,7 @@ from ..data.subset import check_cap
 from ..errors import ConfigError
 from ..models.spec import spec
 from ..models.transformer import TransformerConfig
-from ..run.progress import bar
+from ..progress import bar
 from . import trivial
 from .base import Task
 from .registry import register_task

@@ -32,7 +32,7 @@ from ..errors import ConfigError, DataError
 from ..files import atomic_write_bytes
 from ..models.parser import MLPParser
 from ..models.spec import spec
-from ..run.progress import bar
+from ..progress import bar
 from . import trivial
 from .base import Task
 from .registry import register_task

@@ -19,7 +19,6 @@ import sys
 import time
 from pathlib import Path
 
-import sacrebleu
 import torch
 import torch.nn.functional as F
 
@@ -39,7 +38,7 @@ from ..files import atomic_write_bytes
 from ..models.search import SearchConfig, decode
 from ..models.spec import spec
 from ..models.transformer import TransformerConfig
-from ..run.progress import bar
+from ..progress import bar
 from .base import Task
 from .registry import register_task
 
@@ -53,6 +52,8 @@ MODEL_KEYS = (
 
 def tokenized_bleu(hyps: list[str], refs: list[str], lowercase: bool = False):
     """(score, signature) of BLEU on already-tokenized text: fairseq-comparable."""
+    import sacrebleu  # here: every job imports this module, few of them score BLEU (~35 ms)
+
     bleu = sacrebleu.metrics.BLEU(tokenize="none", lowercase=lowercase, force=True)
     return bleu.corpus_score(hyps, [refs]), str(bleu.get_signature())
 
@@ -69,6 +70,8 @@ def detokenize(lines: list[str], lang: str) -> list[str]:
 
 def detok_bleu(hyps: list[str], refs: list[str], lowercase: bool = False):
     """(score, signature) of sacreBLEU's standard 13a BLEU on detokenized text."""
+    import sacrebleu
+
     bleu = sacrebleu.metrics.BLEU(lowercase=lowercase)
     return bleu.corpus_score(hyps, [refs]), str(bleu.get_signature())
 

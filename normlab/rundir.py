@@ -13,8 +13,12 @@ import warnings
 from pathlib import Path
 from typing import Optional
 
-from ..errors import CheckpointError
-from ..files import atomic_write_bytes
+from .errors import CheckpointError
+from .files import atomic_write_bytes
+
+# The statuses of a run that is over: its summary is final and the run is never trained again
+# (exitcodes.STOPPED and "failed" runs resume or retry).
+FINAL = ("completed", "diverged")
 
 
 def read_curves(path: Path) -> list[dict]:
@@ -140,12 +144,19 @@ def criterion(summary: dict) -> tuple[str, Optional[float], bool]:
     """(name, value, higher is better) of what selected the run's checkpoint on validation: the
     score the trainer kept (best_valid_score: the metric, or -loss where task.train.select=loss,
     as IWSLT and PTB at mini) read back as the metric or the loss it came from. The tuned grid
-    chooses lrs with the same criterion, so one rule picks both the checkpoint and the lr."""
-    bv = summary.get("best_valid") or {}
+    chooses lrs with the same criterion, so one rule picks both the checkpoint and the lr.
+    A summary records what selected (selected_by); one written before it did is read from its
+    numbers: the metric when the kept score equals the best valid metric, else the loss."""
     metric = summary.get("metric")
     higher = bool(summary.get("higher_is_better", True))
     score = summary.get("best_valid_score")
-    value = bv.get(metric)
-    if value is not None and (score is None or score == (value if higher else -value)):
-        return metric, float(value), higher
-    return "loss", None if score is None else -float(score), False
+    best = summary.get("best_valid") or {}
+    by = summary.get("selected_by")
+    if by is None:
+        value = best.get(metric)
+        if value is not None and (score is None or score == (value if higher else -value)):
+            return metric, float(value), higher
+        return "loss", None if score is None else -float(score), False
+    if by == "loss":
+        return "loss", -float(score) if score is not None else best.get("loss"), False
+    return by, float(score if higher else -score) if score is not None else best.get(by), higher

@@ -1,54 +1,37 @@
-"""The paper's tables (and the beyond-the-paper one) plus the run-level tables, built from a Grid.
-
-TABLES is the one definition of which norms each table compares; normlab/configs/experiment/<key>.yaml
-sweep exactly these norms (tests/test_reproduce.py checks that they agree).
-"""
+"""The tables of runs, built from a Grid: task x norm (the summary, or a chosen set of norms with
+rows of differences and a column of reference numbers beside each of ours), the data and model
+of each task, and every run."""
 
 from __future__ import annotations
 
 import json
 import os
 import statistics
-from typing import Optional
+from typing import Optional, Protocol, Sequence
 
 from ..schema import default
-from . import published as P
 from .aggregate import NORM_LABELS, Grid, data_note, data_sentence, finite, fmt
 from .tables import Table
-
-TABLES: dict[str, tuple[str, list[str]]] = {
-    "table1": ("Table 1: bias and gain", ["none", "layernorm", "layernorm_simple"]),
-    "table2": (
-        "Table 2: derivatives of the mean and variance",
-        ["none", "detachnorm", "layernorm_simple", "detach_mean", "detach_var"],
-    ),
-    "table3": (
-        "Table 3: AdaNorm",
-        ["none", "layernorm", "layernorm_simple", "adanorm"],
-    ),  # the paper's rows
-    "beyond": (
-        "Beyond the paper: RMSNorm and DyT beside LayerNorm",
-        ["layernorm", "rmsnorm", "dyt"],
-    ),
-}
-# The paper's Table 2 "Improvement" rows: (after which norm's row, better, worse).
-IMPROVEMENTS = {
-    "table2": [
-        ("detachnorm", "detachnorm", "none"),
-        ("layernorm_simple", "layernorm_simple", "detachnorm"),
-    ]
-}
 
 WHAT = (
     "Test {metric} of the checkpoint with the best validation score; mean ± sample std over seeds "
     "(n = completed runs). Diverge (k/n): k of n runs stopped with a non-finite training loss or one "
     "above task.train.diverge_loss; they are never averaged in."
 )
-PAPER_NOTE = (
-    "'(paper)' columns: " + P.SOURCE + "; our scale and, where noted, our data differ, so compare "
-    "the order of the rows, not the numbers."
-)
 MIXED_NOTE = "† the cell's runs differ in config beyond the seed."
+
+
+class Reference(Protocol):
+    """Published numbers shown beside ours, a "(reference)" column after each task that has them."""
+
+    label: str  # the column header: "<task> (<label>)"
+    note: str  # the table's note on where they come from
+
+    def has(self, task: str) -> bool: ...
+
+    def text(self, task: str, norm: str) -> str: ...
+
+    def improvement_text(self, task: str, better: str, worse: str) -> str: ...
 
 
 def _header(grid: Grid, column: str) -> str:
@@ -56,11 +39,11 @@ def _header(grid: Grid, column: str) -> str:
     return f"{column} {metric or '?'}{'↑' if hib else '↓'}"
 
 
-def _common_notes(grid: Grid, columns: list[str], paper: bool) -> list[str]:
+def _common_notes(grid: Grid, columns: list[str], ref: Optional[Reference]) -> list[str]:
     metrics = sorted({m for m in (grid.metric(c)[0] for c in columns) if m})
     notes = [WHAT.format(metric="/".join(metrics) or "metric"), data_sentence(grid, columns)]
-    if paper and any(P.has_published(c.split("@")[0]) for c in columns):
-        notes.append(PAPER_NOTE)
+    if ref and any(ref.has(c.split("@")[0]) for c in columns):
+        notes.append(ref.note)
     if any(grid.cell(c, v).mixed for c in columns for v in grid.variants()):
         notes.append(MIXED_NOTE)
     return notes
@@ -75,8 +58,16 @@ def improvement(grid: Grid, column: str, better: str, worse: str) -> Optional[fl
 
 
 def norm_table(
-    grid: Grid, key: str, title: str, norms: Optional[list[str]], paper: bool = True
+    grid: Grid,
+    key: str,
+    title: str,
+    norms: Optional[list[str]],
+    ref: Optional[Reference] = None,
+    improvements: Sequence[tuple[str, str, str]] = (),
 ) -> Table:
+    """A row per variant of ``norms`` (None: every norm), a column per task; ``ref``: published
+    numbers beside ours; ``improvements``: (after which norm's row, better, worse) rows of the
+    difference of means, positive when ``better`` is better."""
     columns = grid.columns
     header = ["norm"]
     best = {}
@@ -85,22 +76,22 @@ def norm_table(
             1
         ]  # only our columns are ranked; the paper's are for reference
         header.append(_header(grid, c))
-        if paper and P.has_published(c.split("@")[0]):
-            header.append(f"{c} (paper)")
+        if ref and ref.has(c.split("@")[0]):
+            header.append(f"{c} ({ref.label})")
     t = Table(key, title, header, best=best)
-    after = {a: (b, w) for a, b, w in IMPROVEMENTS.get(key, [])} if paper else {}
+    after = {a: (b, w) for a, b, w in improvements}
     for variant in grid.variants(norms):
         row = [grid.label(variant)]
         for c in columns:
             row.append(grid.cell(c, variant).text())
-            if paper and P.has_published(c.split("@")[0]):
-                row.append(P.published_text(c.split("@")[0], variant[0]))
+            if ref and ref.has(c.split("@")[0]):
+                row.append(ref.text(c.split("@")[0], variant[0]))
         t.rows.append(row)
         if variant[0] in after and variant == grid.variants([variant[0]])[-1]:
             better, worse = after[variant[0]]
             t.unranked.add(len(t.rows))
-            t.rows.append(_improvement_row(grid, columns, better, worse))
-    t.notes = _common_notes(grid, columns, paper)
+            t.rows.append(_improvement_row(grid, columns, better, worse, ref))
+    t.notes = _common_notes(grid, columns, ref)
     if after:
         t.notes.insert(
             1,
@@ -110,30 +101,22 @@ def norm_table(
     return t
 
 
-def _improvement_row(grid: Grid, columns: list[str], better: str, worse: str) -> list[str]:
+def _improvement_row(
+    grid: Grid, columns: list[str], better: str, worse: str, ref: Optional[Reference]
+) -> list[str]:
     row = [f"Improvement ({NORM_LABELS.get(better, better)} − {NORM_LABELS.get(worse, worse)})"]
     for c in columns:
         d = improvement(grid, c, better, worse)
         row.append("–" if d is None else fmt(d, grid.metric(c)[0], signed=True))
         task = c.split("@")[0]
-        if P.has_published(task):
-            row.append(P.improvement_text(task, better, worse))
+        if ref and ref.has(task):
+            row.append(ref.improvement_text(task, better, worse))
     return row
-
-
-def paper_tables(grid: Grid) -> list[Table]:
-    """The tables with runs of at least two of their norms in ``grid`` (one row is no comparison)."""
-    present = {n for _, (n, _) in grid.cells}
-    return [
-        norm_table(grid, key, title, norms)
-        for key, (title, norms) in TABLES.items()
-        if len(present & set(norms)) >= 2
-    ]
 
 
 def summary_table(grid: Grid) -> Table:
     """The task x norm table over every run given: every norm present, no paper columns."""
-    return norm_table(grid, "summary", "All runs: task × norm", None, paper=False)
+    return norm_table(grid, "summary", "All runs: task × norm", None)
 
 
 def data_table(grid: Grid) -> Table:

@@ -19,17 +19,18 @@ import math
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..files import atomic_write_bytes
-from ..run.rundir import criterion as summary_criterion
-from ..study.roles import reported, selection_seeds
-from .aggregate import NORM_LABELS, Cell, Grid, data_sentence, fmt
-from .claims import margins_sentence
+from ...files import atomic_write_bytes
+from ...report.aggregate import NORM_LABELS, Cell, Grid, data_sentence, fmt
+from ...report.claims import margins_sentence
+from ...report.record import read as read_record
+from ...report.roles import reported, selection_seeds
+from ...report.runs import Run, find_runs
+from ...report.tables import Table
+from ...rundir import criterion as summary_criterion
+from . import findings_record
 from .family import Member, apply, build, family_table
 from .findings import findings
 from .findings_text import findings_table, sign_table, summary_lines
-from .record import read as read_record
-from .runs import Run, find_runs
-from .tables import Table
 
 EXTEND = 2  # at most this many 2x steps beyond each edge of the planned grid
 FINISHED = ("completed", "diverged")
@@ -322,15 +323,29 @@ def grid_factors() -> list[float]:
     """The lr grid's factors (hparams_search/lr_grid.yaml), read without importing normlab.tune (torch)."""
     import yaml
 
-    from ..study.roles import CONFIGS
+    from ...report.roles import CONFIGS
 
     spec = yaml.safe_load((CONFIGS / "hparams_search" / "lr_grid.yaml").read_text())
     return list(spec["params"]["task.train.lr"]["factor_choices"])
 
 
+def member_key(study: str, folder: Path, factors=None, extend=None) -> dict:
+    """What a family member's rows depend on (findings_record): its run copies and, for the tuned
+    study, the lr grid (``factors``, ``extend``: the folder's own by default)."""
+    key = {"study": study, "runs": findings_record.runs_digest(Path(folder) / "runs")}
+    if study == "tuned":
+        key["factors"] = list(grid_factors() if factors is None else factors)
+        key["extend"] = recorded_extend(folder) if extend is None else extend
+    return key
+
+
 def member_findings(study: str, folder: Path) -> list:
     """A family member's claim rows from its committed run copies, as that study's own report finds
-    them: the tuned study's at each norm's chosen lr, the others' over their reported runs."""
+    them: the tuned study's at each norm's chosen lr, the others' over their reported runs. Read
+    from the folder's findings.json when that was written from the same runs."""
+    recorded = findings_record.read(folder, member_key(study, folder))
+    if recorded is not None:
+        return recorded
     runs = find_runs([Path(folder) / "runs"])
     if study == "tuned":
         return findings(Grid(tuned_runs(Sweep(runs, grid_factors(), recorded_extend(folder)))))
@@ -379,6 +394,8 @@ def write_tuned_report(
             sign_table(fam, data_sentence(sw.grid)),
         ]
     paths = [p for t in tables for p in t.write(out)]
+    key = member_key("tuned", member, factors, extend) if member is not None else None
+    paths.append(findings_record.write(out, tuned_f, key))
     from .tuned_figure import lr_figure  # matplotlib only when a figure is drawn
 
     caption = lr_figure(sw, out) if figures else None

@@ -14,10 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from ..report.runs import load_run
-from ..report.tuned import grid_lrs, select
-from .grid import Job, Study
-from .staging import staging_dir
+from ...report.runs import load_run
+from ...study.grid import Job, Study
+from ...study.staging import staging_dir
+from .tuned import grid_lrs, select
 
 NAME = "xu2019"
 __all__ = ["Grid", "Job", "NAME"]

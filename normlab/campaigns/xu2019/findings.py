@@ -23,11 +23,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ...report import stats as S
+from ...report.aggregate import NORM_LABELS, Cell, Grid, fmt
+from ...report.claims import margin, settings
+from ...report.overfit import in_regime, regime_label, valid_rise
 from . import published as P
-from . import stats as S
-from .aggregate import NORM_LABELS, Cell, Grid, fmt
-from .claims import margin, settings
-from .overfit import in_regime, regime_label, valid_rise
 
 
 @dataclass(frozen=True)

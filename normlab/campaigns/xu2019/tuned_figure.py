@@ -11,9 +11,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ..run.rundir import criterion  # noqa: E402
-from .aggregate import NORM_LABELS, data_sentence  # noqa: E402
-from .style import norm_style  # noqa: E402
+from ...report.aggregate import NORM_LABELS, data_sentence  # noqa: E402
+from ...report.style import norm_style  # noqa: E402
+from ...rundir import criterion  # noqa: E402
 
 
 def lr_figure(sw, out: Path) -> Optional[str]:

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from . import stats as S
-from .claims import settings
+from ...report import stats as S
+from ...report.claims import settings
+from ...report.tables import Table
 from .findings import CLAIMS, Finding
-from .tables import Table
 
 
 @dataclass

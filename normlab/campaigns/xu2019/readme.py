@@ -13,7 +13,7 @@ import csv
 import json
 from pathlib import Path
 
-from .claims import margins_sentence
+from ...report.claims import margins_sentence
 from .findings import CLAIMS
 from .findings_text import outcome
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from .aggregate import Grid, data_sentence, fmt
-from .claims import margins_sentence, settings
+from ...report.aggregate import Grid, data_sentence, fmt
+from ...report.claims import margins_sentence, settings
+from ...report.tables import Table
 from .family import Family, family_sentence
 from .findings import AGAINST, CLAIMS, SUPPORTS, Finding
-from .tables import Table
 
 
 def _num(x: Optional[float], unit: str, signed: bool = False) -> str:

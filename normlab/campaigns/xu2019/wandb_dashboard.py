@@ -20,10 +20,11 @@ import os
 import sys
 from typing import Optional
 
-from ..commands import version_text
-from ..report.paper_tables import TABLES
+from ...commands import version_text
+from .paper_tables import TABLES
+from .studies import ALL_TASKS
 
-PAPER_TASKS = ["iwslt14_de_en", "iwslt15_en_vi", "enwik8", "imdb", "rt", "sst2", "mnist", "ptb"]
+PAPER_TASKS = list(ALL_TASKS)
 TEST_COLUMNS = [
     "summary:test/acc",
     "summary:test/bleu",
@@ -96,7 +97,7 @@ def build_report(
                 f"--{name} is required (the wandb {name} that holds normlab's runs), got {value!r}"
             )
     tasks = tasks or PAPER_TASKS
-    from ..tasks import TASKS
+    from ...tasks import TASKS
 
     unknown = [t for t in tasks if t not in TASKS]
     if unknown:

@@ -15,9 +15,9 @@ import math
 from pathlib import Path
 from typing import Optional
 
-from .aggregate import NORM_LABELS, Grid, data_sentence
-from .figures import X_LABEL, _series, plt, split_loss
-from .style import norm_style
+from ...report.aggregate import NORM_LABELS, Grid, data_sentence
+from ...report.figures import X_LABEL, _series, plt, split_loss
+from ...report.style import norm_style
 
 
 def _bpc(split: str):

@@ -1,0 +1,55 @@
+"""What the paper adds to a report of its runs: its tables after the summary, the findings on its
+claims (corrected over the family of the results folder reported, when it is one), and its
+figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from ...report.aggregate import Grid, data_sentence
+from ...report.report import Findings
+from ...report.tables import Table
+from . import findings_record
+from .family import build, family_table, locate
+from .findings import findings
+from .findings_text import findings_table, method, sign_table, summary_lines
+from .paper_figures import PAPER_FIGURES, paper_figure
+from .paper_tables import TABLES, paper_tables
+from .tuned import member_findings, member_key
+
+
+class Xu2019:
+    table_keys = (*TABLES, "findings", "family", "sign_tests")
+    figure_keys = tuple(PAPER_FIGURES)
+
+    def tables(self, grid: Grid) -> list[Table]:
+        return paper_tables(grid)
+
+    def findings(self, grid: Grid, member: Optional[Path]) -> Findings:
+        fs = findings(grid)
+        if not fs:
+            return Findings()
+        fam = build(fs, member, member_findings)
+        where = locate(member) if member is not None else None
+        study = where[0] if where else "this report"
+        # a member's record counts for another folder's family only when this report read the
+        # runs as member_findings does (no setting axis)
+        key = member_key(study, member) if where and not grid.axis else None
+        return Findings(
+            [
+                findings_table(grid, fs, fam, study),
+                family_table(fam, data_sentence(grid)),
+                sign_table(fam, data_sentence(grid)),
+            ],
+            summary_lines(fs, fam, study),
+            method(fam),
+            lambda out: [findings_record.write(out, fs, key)],
+        )
+
+    def figures(self, grid: Grid, out: Path) -> dict[str, str]:
+        captions = {key: paper_figure(grid, key, out) for key in PAPER_FIGURES}
+        return {k: c for k, c in captions.items() if c}
+
+
+CAMPAIGN = Xu2019()
