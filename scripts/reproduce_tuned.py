@@ -28,13 +28,14 @@ import argparse
 import os
 import sys
 import time
+from dataclasses import fields
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from normlab.campaigns.xu2019.tuned import EXTEND, TUNED_NORMS, recorded_extend, write_tuned_report  # noqa: E402
-from normlab.campaigns.xu2019.tuned_grid import Grid  # noqa: E402
+from normlab.campaigns.xu2019.tuned_grid import Grid, Plan  # noqa: E402
 from normlab.files import atomic_write_bytes, write_json  # noqa: E402
 from normlab.report import (
     find_runs,  # noqa: E402
@@ -145,7 +146,7 @@ def main(argv=None) -> int:
         print(f"[tuned] error: {e}", file=sys.stderr)
         return 2
     a.root = pin.root_for(a.root.resolve(), commit, dirty)
-    g = Grid(a, code, commit, dirty)
+    g = Grid(Plan(**{f.name: getattr(a, f.name) for f in fields(Plan)}), code, commit, dirty)
     print(
         f"[tuned] scale={a.scale} tasks={','.join(a.tasks)} norms={','.join(a.norms)} at commit {commit[:12]} "
         f"({source}); "

@@ -11,6 +11,7 @@ its staged and committed copies, and trained into the same run root.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -20,14 +21,33 @@ from ...study.staging import staging_dir
 from .tuned import grid_lrs, select
 
 NAME = "xu2019"
-__all__ = ["Grid", "Job", "NAME"]
+__all__ = ["Grid", "Job", "NAME", "Plan"]
+
+
+@dataclass
+class Plan:
+    """What the tuned grid trains and where: its results folder (``out``; the fixed-lr study's is
+    ``out.parent / scale``), run ``root``, tasks x norms, the lr ``factors`` of the preset and the
+    widening rule (``extend``), the selection seed and the evaluation seeds (``roles``: each seed's
+    role, as the runs record it), and ``jobs`` at a time."""
+
+    out: Path
+    scale: str
+    root: Path
+    tasks: list[str]
+    norms: list[str]
+    factors: list[float]
+    extend: int
+    select_seed: int
+    eval_seeds: list[int]
+    roles: dict
+    jobs: int
 
 
 class Grid(Study):
-    """The grid of ``a`` (scripts/reproduce_tuned.py's arguments), trained from the checkout ``code``
-    of ``commit``."""
+    """The grid of ``a`` (a Plan), trained from the checkout ``code`` of ``commit``."""
 
-    def __init__(self, a, code: Optional[Path], commit: str = "", dirty: bool = False):
+    def __init__(self, a: Plan, code: Optional[Path], commit: str = "", dirty: bool = False):
         fixed = a.out.parent / a.scale  # the fixed-lr study's results folder
         super().__init__(
             scale=a.scale,
