@@ -12,12 +12,13 @@ driver finishing its checkpoint) is not started over: ``holder()`` names the pro
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Iterable, Optional
 
 from . import exitcodes
 from .run.runlock import lock_holder
@@ -76,20 +77,16 @@ class JobProcess:
         return lock_holder(self.run_dir)
 
     def start(self) -> JobProcess:
-        if self.log is None:
-            self.proc = subprocess.Popen(
-                self.argv, cwd=self.cwd, env=self.env, preexec_fn=job_process_setup
-            )
-            return self
-        self.log.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log, "ab") as f:
+        if self.log is not None:
+            self.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "ab") if self.log is not None else contextlib.nullcontext() as f:
             self.proc = subprocess.Popen(
                 self.argv,
                 cwd=self.cwd,
                 env=self.env,
                 stdout=f,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
+                stderr=subprocess.STDOUT if f else None,
+                stdin=subprocess.DEVNULL if f else None,
                 preexec_fn=job_process_setup,
             )
         return self
@@ -115,13 +112,14 @@ class JobProcess:
 
 class StopForwarding:
     """While active, a stop signal to the driver is recorded (the first one, in ``signum``),
-    announced once (``announce(signum)``) and passed on to every job in ``jobs`` as ``forward``
-    maps it; the driver's loop reads ``signum`` to start nothing more."""
+    announced once (``announce(signum)``) and passed on to every job in ``jobs`` (any iterable of
+    JobProcess: a driver may hand over its own collection of running jobs) as ``forward`` maps
+    it; the driver's loop reads ``signum`` to start nothing more."""
 
     def __init__(self, forward: dict = AS_SENT, announce: Optional[Callable[[int], None]] = None):
         self.forward, self.announce = forward, announce
         self.signum: Optional[int] = None
-        self.jobs: list[JobProcess] = []
+        self.jobs: Iterable[JobProcess] = ()
 
     def _on_signal(self, signum, _frame) -> None:
         if self.signum is None:

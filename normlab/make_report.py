@@ -21,7 +21,7 @@ from typing import Optional
 from .commands import version_text
 from .files import atomic_write_bytes
 from .report import find_runs, write_report
-from .report.campaigns import get_campaign, names
+from .report.campaigns import get_campaign
 from .report.runs import Run
 
 CACHE_VERSION = 2
@@ -127,7 +127,8 @@ def report(
     campaign: Optional[str] = DEFAULT_CAMPAIGN,
 ) -> dict:
     """``normlab.report.write_report`` with the baselines computed from ``data_dir``/``cache_dir``
-    (default: default_dirs) and the sections of ``campaign`` (a name; None: the generic report)."""
+    (default: default_dirs) and the sections of ``campaign`` (a name, or a campaign object as
+    get_campaign returns; None: the generic report)."""
     dd, cd = default_dirs(runs)
     data_dir, cache_dir = data_dir or dd, cache_dir or cd
     return write_report(
@@ -136,7 +137,7 @@ def report(
         figures=figures,
         member=member,
         baselines=lambda task, cfg: baselines(task, cfg, data_dir, cache_dir),
-        campaign=get_campaign(campaign) if campaign else None,
+        campaign=get_campaign(campaign) if isinstance(campaign, str) else campaign,
     )
 
 
@@ -162,13 +163,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{DEFAULT_CAMPAIGN}; 'none': the generic tables and figures only)",
     )
     args = p.parse_args(argv)
-    campaign = None if args.campaign.lower() == "none" else args.campaign
-    if campaign is not None and campaign not in names():
-        print(
-            f"normlab-report: error: --campaign {args.campaign}: no such campaign; installed: "
-            f"{', '.join(names())}, or none",
-            file=sys.stderr,
-        )
+    try:
+        campaign = None if args.campaign.lower() == "none" else get_campaign(args.campaign)
+    except ValueError as e:
+        print(f"normlab-report: error: --campaign: {e}, or none", file=sys.stderr)
         return 2
     try:
         runs = find_runs(args.run_dirs)

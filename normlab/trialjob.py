@@ -52,6 +52,6 @@ class TrialJob(StopForwarding):
             if self.signum is not None:  # a stop that came while it started
                 proc.send(self.forward[self.signum])
             rc = proc.wait()
-            self.jobs = []
+            self.jobs = ()
             if rc != exitcodes.LOCKED or self.signum is not None:
                 return rc

@@ -12,20 +12,23 @@ ENTRY_POINTS = "normlab.campaigns"
 PACKAGE = "normlab.campaigns"
 
 
-def names() -> list[str]:
-    """Every campaign installed: normlab's own, then the entry points' names."""
-    own = [m.name for m in pkgutil.iter_modules(importlib.import_module(PACKAGE).__path__)]
-    return sorted(
-        set(own) | {ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINTS)}
-    )
+def _installed() -> dict:
+    """name -> how to load it: the entry points, then normlab's own modules (an entry point of
+    the same name wins, so an installed package can replace one)."""
+    own = pkgutil.iter_modules(importlib.import_module(PACKAGE).__path__)
+    found = {
+        m.name: lambda n=m.name: importlib.import_module(f"{PACKAGE}.{n}").CAMPAIGN for m in own
+    }
+    found.update({ep.name: ep.load for ep in importlib.metadata.entry_points(group=ENTRY_POINTS)})
+    return found
 
 
 def get_campaign(name: str):
     """The campaign ``name``'s report sections (its module's CAMPAIGN object); ValueError naming
     the installed ones when there is none."""
-    eps = {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINTS)}
-    if name in eps:
-        return eps[name].load()
-    if name in names():
-        return importlib.import_module(f"{PACKAGE}.{name}").CAMPAIGN
-    raise ValueError(f"no campaign {name!r}; installed: {', '.join(names()) or 'none'}")
+    installed = _installed()
+    if name not in installed:
+        raise ValueError(
+            f"no campaign {name!r}; installed: {', '.join(sorted(installed)) or 'none'}"
+        )
+    return installed[name]()

@@ -75,6 +75,7 @@ class Executor:
         )  # a detached slice's log is a file
         self.running: dict[JobProcess, object] = {}
         self.stops = StopForwarding(AS_PREEMPTION, self._announce)
+        self.stops.jobs = self.running  # a stop reaches whatever runs at that moment
         self.start = time.time()
 
     @property
@@ -153,7 +154,6 @@ class Executor:
                 continue
             waiting.pop(job, None)
             self.running[proc.start()] = job
-            self.stops.jobs = list(self.running)
             if self.stop_signal:  # a stop that came while it started
                 proc.send(signal.SIGTERM)
             busy.add(job)
@@ -165,7 +165,6 @@ class Executor:
     def _reap(self, out: SliceResult) -> None:
         for p in [p for p in self.running if p.poll() is not None]:
             job, rc = self.running.pop(p), p.poll()
-            self.stops.jobs = list(self.running)
             summary = self.study.summary(job)
             status = summary.get("status")
             if status in FINAL:
@@ -188,9 +187,9 @@ class Executor:
                         self.tag,
                     )
                 )
-            elif status_of_exit(rc) == "stopped":
+            elif (kind := status_of_exit(rc)) == "stopped":
                 out.preempted.append(job)
-            elif status_of_exit(rc) == "locked":
+            elif kind == "locked":
                 pass  # another process held it after all: planned again once its lock is free
             else:
                 out.failed.append(job)  # not retried in this slice: its log says why
