@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 # CPU-only machines: torch 2.13 (a bare `torch` may pull a multi-GB CUDA build; see docs/install.md).
 TORCH_SPEC ?= torch==2.13.*
 SCALE ?= mini
-TASKS ?= iwslt14_de_en,iwslt15_en_vi,enwik8,imdb,rt,sst2,mnist,ptb
+TASKS ?=
 SEEDS ?=
 STUDY ?= fixed
 JOBS ?= 2
@@ -71,7 +71,7 @@ train: $(PY)  ## one job: make train TASK=rt NORM=adanorm SEED=1 SCALE=mini
 	$(VENV)/bin/normlab-train task=$(TASK) norm=$(NORM) seed=$(SEED) scale=$(SCALE)
 
 sweep: $(PY)  ## task x norm x seed grid: make sweep TASKS=rt NORMS=layernorm,layernorm_simple SEEDS=1,2,3
-	$(VENV)/bin/normlab-train --multirun task=$(TASKS) norm=$(or $(NORMS),layernorm,layernorm_simple) seed=$(or $(SEEDS),1,2,3) scale=$(SCALE)
+	$(VENV)/bin/normlab-train --multirun task=$(or $(TASKS),'glob(*,exclude=synthetic_cls)') norm=$(or $(NORMS),layernorm,layernorm_simple) seed=$(or $(SEEDS),1,2,3) scale=$(SCALE)
 
 # The studies (docs/studies.md). SEEDS: the evaluation seeds by default (normlab/configs/study/seeds.yaml);
 # BUDGET_MIN: start no job after that many minutes; COMMIT: train at that commit; OVERRIDES: Hydra
@@ -79,19 +79,19 @@ sweep: $(PY)  ## task x norm x seed grid: make sweep TASKS=rt NORMS=layernorm,la
 STUDY_ARGS = --scale $(SCALE) --jobs $(JOBS) $(if $(BUDGET_MIN),--budget-min $(BUDGET_MIN)) $(if $(COMMIT),--commit $(COMMIT))
 
 reproduce-table: $(PY)  ## the fixed-lr study, then its tables: make reproduce-table [SCALE=mini] [TASKS=...] [SEEDS=...] [BUDGET_MIN=60] [OVERRIDES=...]
-	$(PY) scripts/reproduce.py $(STUDY_ARGS) --tasks $(TASKS) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(OVERRIDES),-- $(OVERRIDES))
+	$(PY) -m normlab.campaigns.xu2019 --study fixed $(STUDY_ARGS) $(if $(TASKS),--tasks $(TASKS)) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(OVERRIDES),-- $(OVERRIDES))
 
 # Each norm at its own lr: seed 1 (the selection seed) at 5 lrs spanning 8x, the best on validation, then
 # the evaluation seeds at it; the selection already committed is read, not re-trained.
 reproduce-tuned: $(PY)  ## each norm at its own lr: make reproduce-tuned [SCALE=mini] [TUNED_TASKS=rt,sst2] [SEEDS=...] [BUDGET_MIN=60]
-	$(PY) scripts/reproduce_tuned.py $(STUDY_ARGS) $(if $(TUNED_TASKS),--tasks $(TUNED_TASKS)) \
+	$(PY) -m normlab.campaigns.xu2019 --study tuned $(STUDY_ARGS) $(if $(TUNED_TASKS),--tasks $(TUNED_TASKS)) \
 	  $(if $(SEEDS),--evaluation-seeds $(SEEDS))
 
 reproduce-prenorm: $(PY)  ## enwik8 with pre-norm, all 9 norms: make reproduce-prenorm [SEEDS=...] [BUDGET_MIN=60]
-	$(PY) scripts/reproduce.py --study prenorm $(STUDY_ARGS) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(OVERRIDES),-- $(OVERRIDES))
+	$(PY) -m normlab.campaigns.xu2019 --study prenorm $(STUDY_ARGS) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(OVERRIDES),-- $(OVERRIDES))
 
 reproduce-placement: $(PY)  ## IWSLT14 and enwik8, 4 norms x 6 placements: make reproduce-placement [SEEDS=...] [BUDGET_MIN=60]
-	$(PY) scripts/reproduce.py --study placement $(STUDY_ARGS) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(OVERRIDES),-- $(OVERRIDES))
+	$(PY) -m normlab.campaigns.xu2019 --study placement $(STUDY_ARGS) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(OVERRIDES),-- $(OVERRIDES))
 
 grid-start: $(PY)  ## a detached slice: make grid-start STUDY=fixed|tuned|prenorm|placement BUDGET_MIN=110 [COMMIT=sha]
 	@test -d "$(NORMLAB_DATA)" || { echo "no data folder at $(NORMLAB_DATA): set NORMLAB_DATA or link ./data" >&2; exit 2; }

@@ -35,18 +35,14 @@ report() {
   base=$(basename "$folder")
   mkdir -p "$out"
   git archive "$(git write-tree)":"$folder" | tar -x -C "$out"
-  if [[ $base == *-tuned ]]; then
-    "$py" scripts/reproduce_tuned.py --scale "${base%-tuned}" --no-train --out "$out" --record-out "$folder" > "$out.log" 2>&1 || rc=$?
-  else
-    local study=fixed scale=$base
-    if [[ $base == *-enwik8-prenorm ]]; then study=prenorm; scale=${base%-enwik8-prenorm}; fi
-    "$py" scripts/reproduce.py --study "$study" --scale "$scale" --report-only --out "$out" --record-out "$folder" > "$out.log" 2>&1 || rc=$?
-  fi
+  local study=fixed scale=$base
+  if [[ $base == *-tuned ]]; then study=tuned; scale=${base%-tuned}; fi
+  if [[ $base == *-enwik8-prenorm ]]; then study=prenorm; scale=${base%-enwik8-prenorm}; fi
+  "$py" -m normlab.campaigns.xu2019 --study "$study" --scale "$scale" --report-only --out "$out" --record-out "$folder" > "$out.log" 2>&1 || rc=$?
   tail -1 "$out.log"; rm -f "$out.log"
   return $rc
 }
 if ! report "$res" "$snap/main"; then echo "the report failed; nothing committed" >&2; exit 1; fi
-# the tuned report also copies runs finished since (final runs never change): keep those it used
 (cd "$snap/main" && find . -type f) | while read -r f; do
   mkdir -p "$res/$(dirname "$f")" && cp "$snap/main/$f" "$res/$f" && git add "$res/$f"
 done

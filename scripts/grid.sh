@@ -5,7 +5,7 @@
 #   scripts/grid.sh status fixed
 #   scripts/grid.sh stop fixed
 #
-# start: the driver (scripts/reproduce.py or reproduce_tuned.py) in a session of its own, all three
+# start: the study driver (python -m normlab.campaigns.xu2019 --study STUDY) in a session of its own, all three
 # streams redirected, so it outlives the shell that started it and holds none of its pipes; it
 # trains from the study's pinned worktree (.cache/code/<commit>), so main can move on meanwhile.
 # stop: SIGTERM to the driver, which stops its jobs (each writes a checkpoint) and exits 0; waits
@@ -18,10 +18,7 @@ py=${PYTHON:-.venv/bin/python}
 dir=${GRID_DIR:-runs/grid}
 pidf=$dir/$study.pid log=$dir/$study.log
 case $study in
-  fixed) driver=(scripts/reproduce.py) ;;
-  prenorm) driver=(scripts/reproduce.py --study prenorm) ;;
-  placement) driver=(scripts/reproduce.py --study placement) ;;
-  tuned) driver=(scripts/reproduce_tuned.py) ;;
+  fixed | prenorm | placement | tuned) driver=(-m normlab.campaigns.xu2019 --study "$study") ;;
   *) echo "grid.sh: unknown study '$study' (fixed, tuned, prenorm or placement)" >&2; exit 2 ;;
 esac
 alive() { [[ -f $pidf ]] && kill -0 "$(cat "$pidf")" 2>/dev/null; }

@@ -129,7 +129,7 @@ RULES = [
         "tests/test_study.py::test_grid_sh_runs_a_slice_detached_and_stops_it_cleanly",
     ),
     Rule(
-        r"(srun [-=\w]+ )?(\.venv/bin/)?python scripts/reproduce\.py ",
+        r"(srun [-=\w]+ )?(\.venv/bin/)?python (scripts/reproduce\.py|-m normlab\.campaigns\.xu2019) ",
         ("flags", "tested"),
         "tests/test_study.py::test_fixed_study_in_slices_stopped_by_signals_and_budget",
     ),

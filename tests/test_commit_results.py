@@ -92,7 +92,7 @@ def test_commit_results_commits_copies_and_their_tables_together(tmp_path, data_
     )
     assert {p.name: p.read_bytes() for p in res.glob("*.csv")} == before
     record = json.loads((res / "reproduce.json").read_text())
-    assert record["report"]["command"].endswith("--no-train --out results/smoke-tuned"), record[
+    assert record["report"]["command"].endswith("--report-only --out results/smoke-tuned"), record[
         "report"
     ]
 

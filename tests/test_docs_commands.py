@@ -85,6 +85,8 @@ def test_each_train_command_composes_and_passes_the_job_checks(cmd, tmp_path):
 def _help(program: str) -> str:
     if program.endswith(".py"):
         argv = [sys.executable, str(REPO / program), "--help"]
+    elif program.startswith("-m "):
+        argv = [sys.executable, "-m", program[3:], "--help"]
     else:
         argv = [str(BIN / program), "--help"]
     out = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, timeout=120)
@@ -95,8 +97,10 @@ def _help(program: str) -> str:
 @pytest.mark.parametrize("cmd", _with("flags"), ids=lambda c: c.id)
 def test_each_flag_a_page_gives_a_program_is_in_its_help(cmd):
     argv = cmd.argv
-    i = next(i for i, a in enumerate(argv) if a.startswith("normlab-") or a.endswith(".py"))
+    i = next(i for i, a in enumerate(argv) if a.startswith(("normlab-", "-m")) or a.endswith(".py"))
     program, rest = argv[i], argv[i + 1 :]
+    if program == "-m":  # python -m module
+        program, rest = f"-m {rest[0]}", rest[1:]
     rest = rest[: rest.index("--")] if "--" in rest else rest
     flags = {a.split("=")[0] for a in rest if a.startswith("--")}
     missing = [f for f in sorted(flags) if not re.search(rf"{re.escape(f)}\b", _help(program))]

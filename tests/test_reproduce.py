@@ -168,7 +168,7 @@ def test_smoke_reproduction_writes_every_output_and_shows_divergence(tmp_path, d
     rec = json.loads((res / "reproduce.json").read_text())
     assert rec["make"] == "make reproduce-table SCALE=smoke TASKS=rt,synthetic_cls SEEDS=2,3 JOBS=2"
     (session,) = rec["sessions"]
-    assert session["command"].startswith("python scripts/reproduce.py --scale smoke")
+    assert session["command"].startswith("python -m normlab.campaigns.xu2019 --scale smoke")
     assert len(rec["git_commit"]) == 40 and session["machine"]["cpus"] == os.cpu_count()
     assert rec["run_git_commits"] == {rec["git_commit"]: 8}
     assert (

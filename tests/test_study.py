@@ -67,9 +67,14 @@ def environ(repo: Path, data_dir) -> dict:
     }
 
 
-def start(repo, data_dir, script, args) -> subprocess.Popen:
+# the one study driver; tuned is one of its studies
+DRIVER = ["-m", "normlab.campaigns.xu2019"]
+TUNED = [*DRIVER, "--study", "tuned"]
+
+
+def start(repo, data_dir, driver, args) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, script, *args],
+        [sys.executable, *driver, *args],
         cwd=repo,
         env=environ(repo, data_dir),
         stdout=subprocess.PIPE,
@@ -161,7 +166,7 @@ def test_fixed_study_in_slices_stopped_by_signals_and_budget(clone, data_dir, tm
     ]
     log: list = []
     plan = subprocess.run(
-        [sys.executable, "scripts/reproduce.py", "--plan", *args],
+        [sys.executable, *DRIVER, "--plan", *args],
         cwd=clone,
         env=environ(clone, data_dir),
         capture_output=True,
@@ -173,7 +178,7 @@ def test_fixed_study_in_slices_stopped_by_signals_and_budget(clone, data_dir, tm
     )
 
     # 1. SIGTERM while two jobs train: both write a checkpoint and stop; the driver exits 0
-    p = start(clone, data_dir, "scripts/reproduce.py", args)
+    p = start(clone, data_dir, DRIVER, args)
     wait_for(p, r"start .*seed2", log)
     time.sleep(5)
     p.send_signal(signal.SIGTERM)
@@ -184,7 +189,7 @@ def test_fixed_study_in_slices_stopped_by_signals_and_budget(clone, data_dir, tm
     assert not (clone / "results" / "smoke").exists()  # nothing reported while the study is partial
 
     # 2. SIGKILL: the driver dies without a word; its jobs still stop (PR_SET_PDEATHSIG)
-    p = start(clone, data_dir, "scripts/reproduce.py", args)
+    p = start(clone, data_dir, DRIVER, args)
     wait_for(p, r"start ", log)
     time.sleep(5)
     p.kill()
@@ -192,7 +197,7 @@ def test_fixed_study_in_slices_stopped_by_signals_and_budget(clone, data_dir, tm
     no_trainers_within(root, 60)
 
     # 3. a budget: what started finishes, nothing more starts, exit 0 saying what is left
-    p = start(clone, data_dir, "scripts/reproduce.py", ["--budget-min", "0.02", *args])
+    p = start(clone, data_dir, DRIVER, ["--budget-min", "0.02", *args])
     assert finish(p, log) == 0, "".join(log[-30:])
     assert "stopped: budget" in log[-1] and "left" in log[-1], log[-1]
     record = json.loads((stage / "reproduce.json").read_text())
@@ -202,7 +207,7 @@ def test_fixed_study_in_slices_stopped_by_signals_and_budget(clone, data_dir, tm
     }
 
     # 4. SIGINT (Ctrl-C) reaches the driver only (jobs have their own process group): a clean stop too
-    p = start(clone, data_dir, "scripts/reproduce.py", args)
+    p = start(clone, data_dir, DRIVER, args)
     wait_for(p, r"start ", log)
     time.sleep(3)
     p.send_signal(signal.SIGINT)
@@ -210,7 +215,7 @@ def test_fixed_study_in_slices_stopped_by_signals_and_budget(clone, data_dir, tm
     no_trainers_within(root, 5)
 
     # 5. the rest: every run trained exactly once, then promoted and reported
-    p = start(clone, data_dir, "scripts/reproduce.py", args)
+    p = start(clone, data_dir, DRIVER, args)
     assert finish(p, log) == 0, "".join(log[-40:])
     text = "".join(log)
     assert "study complete: 12 staged copies" in text
@@ -238,7 +243,7 @@ def test_fixed_study_in_slices_stopped_by_signals_and_budget(clone, data_dir, tm
 
     # nothing left to do: a restart trains nothing, and commit_results finds nothing new once committed
     again = subprocess.run(
-        [sys.executable, "scripts/reproduce.py", *args],
+        [sys.executable, *DRIVER, *args],
         cwd=clone,
         env=environ(clone, data_dir),
         capture_output=True,
@@ -275,13 +280,13 @@ def test_tuned_study_stopped_and_restarted_reports_evaluation_seeds_only(clone, 
         str(tmp_path / "results" / "smoke-tuned"),
     ]
     log: list = []
-    p = start(clone, data_dir, "scripts/reproduce_tuned.py", args)
+    p = start(clone, data_dir, TUNED, args)
     wait_for(p, r"start .*lr=", log)
     p.send_signal(signal.SIGTERM)
     assert finish(p, log) == 0, "".join(log[-30:])
     no_trainers_within(root, 30)
     assert (tmp_path / "results" / "staging" / "smoke-tuned" / "reproduce.json").exists()
-    p = start(clone, data_dir, "scripts/reproduce_tuned.py", args)
+    p = start(clone, data_dir, TUNED, args)
     assert finish(p, log) == 0, "".join(log[-40:])
     text = "".join(log)
     assert "study complete" in text, text[-3000:]
@@ -303,7 +308,7 @@ def test_tuned_study_stopped_and_restarted_reports_evaluation_seeds_only(clone, 
 def test_prenorm_is_a_study_of_its_own(clone, data_dir, tmp_path):
     plan = [
         sys.executable,
-        "scripts/reproduce.py",
+        *DRIVER,
         "--study",
         "prenorm",
         "--scale",
@@ -343,7 +348,7 @@ def test_the_placement_study_plans_every_placement_of_each_norm(clone, data_dir,
     out = run_plan(
         clone,
         data_dir,
-        [sys.executable, "scripts/reproduce.py", "--study", "placement", "--plan"]
+        [sys.executable, *DRIVER, "--study", "placement", "--plan"]
         + ["--root", str(tmp_path / "runs"), "--commit", "HEAD"],
     )
     assert out.returncode == 0, out.stderr
@@ -364,7 +369,7 @@ def test_the_placement_study_trains_and_reports_a_row_per_placement(clone, data_
     res = tmp_path / "results" / "smoke-placement"
     args = ["--study", "placement", "--scale", "smoke", "--tasks", "enwik8", "--norms", "dyt"]
     args += ["--seeds", "2", "--jobs", "2", "--root", str(tmp_path / "runs"), "--out", str(res)]
-    proc = start(clone, data_dir, "scripts/reproduce.py", [*args, "--no-figures"])
+    proc = start(clone, data_dir, DRIVER, [*args, "--no-figures"])
     lines = []
     assert finish(proc, lines) == 0, "".join(lines)[-3000:]
     for seg, setting in PLACEMENTS.items():

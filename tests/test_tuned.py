@@ -192,7 +192,7 @@ def test_tuned_comparison_end_to_end_and_continued_from_copies(tmp_path, data_di
     report = (res / "report.md").read_text()
     assert "Seed 1, the selection seed, is in no mean here" in report
     rec = json.loads((res / "reproduce.json").read_text())
-    assert rec["jobs_left"] == 0 and rec["runs"] == {"completed": expected}
+    assert rec["absent"] == [] and rec["runs"] == {"completed": expected}
     assert [s["trained"] for s in rec["sessions"]] == [
         0,
         expected - 2,

@@ -1,5 +1,5 @@
-"""reproduce.json: how a results folder came to be (the grid drivers scripts/reproduce.py and
-scripts/reproduce_tuned.py write it alike).
+"""reproduce.json: how a results folder came to be (a study driver writes it, e.g.
+``python -m normlab.campaigns.xu2019``).
 
 One record per results folder: the commit its runs were trained at (and whether that tree was
 clean), the commit the tables were written at, the runs by status and by commit, and one entry per
@@ -46,13 +46,13 @@ RECORD_OUT_HELP = (
 
 
 def command(script: str, argv: Optional[list]) -> str:
-    """The command line that re-creates the folder: ``--record-out F`` recorded as ``--out F``."""
+    """``python SCRIPT ARGS`` (SCRIPT: a path, or ``-m module``): the command line that re-creates the folder: ``--record-out F`` recorded as ``--out F``."""
     args = list(sys.argv[1:] if argv is None else argv)
     named = _pop(args, RECORD_OUT)
     if named is not None:
         _pop(args, "--out")
         args += ["--out", named]
-    return shlex.join(["python", script, *args])
+    return shlex.join(["python", *script.split(), *args])
 
 
 def _pop(args: list, flag: str) -> Optional[str]:

@@ -50,6 +50,10 @@ def variant_segment(variant: Sequence[str]) -> str:
     return ",".join(sorted(f"{key.rsplit('.', 1)[-1]}={value}" for key, _, value in parts))
 
 
+# the first commit whose runs record their seed role
+ROLES_SINCE = "136578fb54e0"
+
+
 class Study(ABC):
     """The runs of one study at ``commit`` (trained from the checkout ``code``).
 
@@ -78,6 +82,8 @@ class Study(ABC):
         self.committed, self.shared, self.overrides = committed, list(shared), list(overrides)
         self.threads = max(1, (os.cpu_count() or 1) // max(1, jobs_n))
         self._final: dict[Job, tuple[Path, dict]] = {}
+        # per task, about how many jobs follow once those named now finish (a staged grid's)
+        self.unnamed: dict[str, int] = {}
         self._runs: dict = {}
 
     # --- where ---
@@ -185,15 +191,12 @@ class Study(ABC):
         return cmd + lr + self.overrides + list(job.variant)
 
     def knows_roles(self) -> bool:
-        """Whether the pinned code records seed roles; a study continued at an older commit (the
-        selection record's) takes its runs' roles from normlab/configs/study/seeds.yaml instead."""
-        code = Path(self.code or pin.REPO) / "normlab"
-        # declared in train.yaml until the runtime options moved to normlab.schema's JobConfig
-        for where, key in (("configs/train.yaml", "seed_role:"), ("schema.py", "seed_role: ")):
-            f = code / where
-            if f.exists() and key in f.read_text():
-                return True
-        return False
+        """Whether the pinned code records seed roles (``seed_role``, from ROLES_SINCE on); a study
+        continued at an older commit (the selection record's) takes its runs' roles from
+        normlab/configs/study/seeds.yaml instead."""
+        if self.code is None or self.commit == pin.head():
+            return True  # this checkout's own code
+        return pin.contains(self.commit, ROLES_SINCE)
 
     def copy(self, job: Job) -> None:
         """Export a finished run to the copies, and keep one checkpoint of it (a run that finished

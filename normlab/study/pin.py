@@ -12,6 +12,7 @@ fresh clone continues the grid it finds; for a grid with no copies yet, HEAD, wh
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from pathlib import Path
@@ -112,24 +113,41 @@ def checkout(commit: str) -> Path:
     jobs of a long sweep import normlab one by one, and must not see edits made to the checkout
     while it runs."""
     path = REPO / ".cache" / "code" / commit[:12]
-    if not (path / ".git").exists():
-        try:
-            git("cat-file", "-e", f"{commit}^{{commit}}")
-        except PinError:
-            raise PinError(
-                f"commit {commit[:12]} is not in this clone (the run copies came from it): fetch it "
-                "(git fetch --unshallow on a shallow clone), or discard the copies (--discard-staging) to "
-                "re-train"
-            ) from None
-        path.parent.mkdir(parents=True, exist_ok=True)
-        git("worktree", "prune")
-        git("worktree", "add", "--detach", str(path), commit)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # two drivers (or test processes) pinning the same commit at once must not both create it
+    with open(path.parent / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (path / ".git").exists():
+            try:
+                git("cat-file", "-e", f"{commit}^{{commit}}")
+            except PinError:
+                raise PinError(
+                    f"commit {commit[:12]} is not in this clone (the run copies came from it): fetch "
+                    "it (git fetch --unshallow on a shallow clone), or discard the copies "
+                    "(--discard-staging) to re-train"
+                ) from None
+            git("worktree", "prune")
+            git("worktree", "add", "--detach", str(path), commit)
     if git("rev-parse", "HEAD", cwd=path) != commit or dirty(path):
         raise PinError(
             f"{path} is not a clean checkout of {commit[:12]}: remove it (git worktree remove --force "
             f"{path}) and run again"
         )
     return path
+
+
+def contains(commit: str, ancestor: str) -> bool:
+    """Whether ``commit``'s history holds ``ancestor`` (True when this clone lacks ``ancestor``: a
+    shallow clone holds only newer commits)."""
+    try:
+        git("cat-file", "-e", f"{ancestor}^{{commit}}")
+    except PinError:
+        return True
+    try:
+        git("merge-base", "--is-ancestor", ancestor, commit)
+    except PinError:
+        return False
+    return True
 
 
 def environ(code: Path) -> dict:

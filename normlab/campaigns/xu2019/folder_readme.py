@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from .studies import FIXED_STUDIES
+from .studies import STUDIES
 
 
 def rel(path: Path) -> str:
@@ -18,19 +18,24 @@ def rel(path: Path) -> str:
         return str(path)
 
 
-def staged_readme(rec: dict, stage: Path, a) -> str:
+def staged_readme(
+    rec: dict, stage: Path, study: str, scale: str, seed_lists: dict, out: Path
+) -> str:
+    more = rec.get("jobs_left_unnamed") or 0
     return (
         "\n".join(
             [
-                f"# Staged runs: study {a.study}, scale {a.scale} (partial)",
+                f"# Staged runs: study {study}, scale {scale} (partial)",
                 "",
                 f"Runs of `{rec['make']}` at commit `{rec['git_commit']}`, finished so far: "
                 + (", ".join(f"{v} {k}" for k, v in sorted(rec["runs"].items())) or "none")
-                + f"; {len(rec['absent'])} left. No table is written until the study is complete; then these copies "
-                f"replace the reported ones in `{rel(a.out)}/runs`.",
+                + f"; {len(rec['absent'])} left"
+                + (f", about {more} more once their lr is chosen" if more else "")
+                + ". No table is written until the study is complete; then these copies "
+                f"replace the reported ones in `{rel(out)}/runs`.",
                 f"- Look at them meanwhile: `normlab-report {rel(stage)}/runs --out /tmp/partial`",
-                f"- Continue: `{rec['make']}` (or `make grid-start STUDY={a.study}`)",
-                f"- Seeds: selection {a.seed_lists['selection']}, evaluation {a.seed_lists['evaluation']} "
+                f"- Continue: `{rec['make']}` (or `make grid-start STUDY={study}`)",
+                f"- Seeds: selection {seed_lists['selection']}, evaluation {seed_lists['evaluation']} "
                 "(normlab/configs/study/seeds.yaml)",
                 "",
             ]
@@ -56,7 +61,7 @@ def readme(rec: dict, out: Path, shown: Optional[str] = None) -> str:
     trained = sum(x.get("trained", 0) for x in sessions)
     wall = sum(x.get("wall_time_s", 0.0) for x in sessions)
     r = rec.get("report") or {}
-    study = FIXED_STUDIES.get(rec["grid"].get("study", "fixed"), {})
+    study = STUDIES.get(rec["grid"].get("study", "fixed"), {})
     roles_ = rec["grid"].get("seed_roles") or {}
     lines = [
         f"# Results: scale {rec['grid']['scale']}"

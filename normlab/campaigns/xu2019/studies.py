@@ -1,17 +1,22 @@
-"""The studies the drivers know, declared once.
+"""The studies of the campaign, declared once: the one driver (``python -m normlab.campaigns.xu2019``,
+normlab/campaigns/xu2019/driver.py) trains each, the make targets name it, the folder READMEs
+describe it.
 
-fixed, prenorm, placement: scripts/reproduce.py (tasks x norms [x variants] x seeds at the preset
-lr; the norms are the tables' unless the study names its own, ``variants`` its own axis);
-tuned: scripts/reproduce_tuned.py (each norm at its own lr, sharing the fixed study's preset-lr
-runs). ``out``: the results folder, under results/; ``name``: the run name (runs/<scale>/<name>/).
+``kind``: ``fixed`` (tasks x norms [x variants] x seeds at the preset lr; the norms are the tables'
+unless the study names its own, ``variants`` its own axis) or ``tuned`` (each norm at its own lr,
+sharing the fixed study's preset-lr runs). ``out``: the results folder, under results/; ``name``:
+the run name (runs/<scale>/<name>/); ``make``: the target users type.
 """
 
 from __future__ import annotations
 
 ALL_TASKS = ("iwslt14_de_en", "iwslt15_en_vi", "enwik8", "imdb", "rt", "sst2", "mnist", "ptb")
+# the tuned grid schedules whole tasks, so a partial grid has the cheap ones
+CHEAPEST_FIRST = ("rt", "sst2", "mnist", "iwslt15_en_vi", "iwslt14_de_en", "enwik8", "ptb", "imdb")
 
-FIXED_STUDIES = {
+STUDIES = {
     "fixed": {
+        "kind": "fixed",
         "name": "xu2019",
         "tasks": ALL_TASKS,
         "out": "{scale}",
@@ -21,6 +26,7 @@ FIXED_STUDIES = {
     # The same 12-layer enwik8 LM with the norm before each sublayer: is AdaNorm's and DyT's
     # collapse at the unigram level the norm or its placement?
     "prenorm": {
+        "kind": "fixed",
         "name": "enwik8_prenorm",
         "tasks": ("enwik8",),
         "out": "{scale}-enwik8-prenorm",
@@ -38,6 +44,7 @@ FIXED_STUDIES = {
     # and without LayerNorm scaling) for the norms whose affine and statistics differ, on a
     # translation and a language-modelling task. Trained after the evaluation grids.
     "placement": {
+        "kind": "fixed",
         "name": "placement",
         "tasks": ("iwslt14_de_en", "enwik8"),
         "norms": ("layernorm", "layernorm_simple", "rmsnorm", "dyt"),
@@ -64,12 +71,33 @@ FIXED_STUDIES = {
             "placement. Same code and data for every cell."
         ),
     },
+    # Each norm at its own lr: seed 1 at five lrs spanning 8x, the best on validation, then the
+    # evaluation seeds at it and at the preset (the fixed study's runs, shared).
+    "tuned": {
+        "kind": "tuned",
+        "name": "xu2019",
+        "tasks": CHEAPEST_FIRST,
+        "norms": (
+            "none",
+            "layernorm",
+            "layernorm_simple",
+            "detachnorm",
+            "adanorm",
+            "rmsnorm",
+            "dyt",
+        ),
+        "out": "{scale}-tuned",
+        "overrides": [],
+        "make": "make reproduce-tuned",
+        "title": "tuned comparison",
+    },
 }
-STUDIES = (*FIXED_STUDIES, "tuned")
+FIXED_STUDIES = {k: v for k, v in STUDIES.items() if v["kind"] == "fixed"}
 
-DRIVERS = {
-    "fixed": "scripts/reproduce.py",
-    "prenorm": "scripts/reproduce.py --study prenorm",
-    "placement": "scripts/reproduce.py --study placement",
-    "tuned": "scripts/reproduce_tuned.py",
-}
+DRIVER = "python -m normlab.campaigns.xu2019"
+DRIVERS = {study: f"{DRIVER} --study {study}" for study in STUDIES}
+
+
+def out_folder(study: str, scale: str) -> str:
+    """The study's results folder name under results/ (mini, mini-tuned, ...)."""
+    return STUDIES[study]["out"].format(scale=scale)

@@ -1,6 +1,6 @@
 """The tuned comparison: each norm at its own learning rate, beside the one lr tuned on LayerNorm.
 
-Protocol (scripts/reproduce_tuned.py trains it): per task and norm, seed 1 at the preset lr and at
+Protocol (``python -m normlab.campaigns.xu2019 --study tuned`` trains it): per task and norm, seed 1 at the preset lr and at
 the factors of hparams_search/lr_grid.yaml (0.35x, 0.71x, 1.41x, 2.83x: five points spanning 8x);
 the lr whose selected checkpoint has the best *validation* score is chosen (``select``). When the
 best lies at the grid's edge, the grid is widened by 2x steps on that side (``grid_lrs``, at most
@@ -31,10 +31,11 @@ from . import findings_record
 from .family import Member, apply, build, family_table
 from .findings import findings
 from .findings_text import findings_table, sign_table, summary_lines
+from .studies import STUDIES
 
 EXTEND = 2  # at most this many 2x steps beyond each edge of the planned grid
 FINISHED = ("completed", "diverged")
-TUNED_NORMS = ["none", "layernorm", "layernorm_simple", "detachnorm", "adanorm", "rmsnorm", "dyt"]
+TUNED_NORMS = list(STUDIES["tuned"]["norms"])
 
 
 def lr_of(run: Run) -> Optional[float]:

@@ -1,4 +1,4 @@
-"""The tuned comparison's grid (scripts/reproduce_tuned.py): which jobs exist yet, where their runs
+"""The tuned comparison's grid (``--study tuned`` of the campaign's driver): which jobs exist yet, where their runs
 and copies live (normlab.study.grid), how each is trained.
 
 A job is one normlab-train run: task, norm, lr (None = the preset, the fixed-lr grid's run) and
@@ -11,43 +11,25 @@ its staged and committed copies, and trained into the same run root.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 from ...report.runs import load_run
 from ...study.grid import Job, Study
 from ...study.staging import staging_dir
+from .request import Request
 from .tuned import grid_lrs, select
 
 NAME = "xu2019"
-__all__ = ["Grid", "Job", "NAME", "Plan"]
-
-
-@dataclass
-class Plan:
-    """What the tuned grid trains and where: its results folder (``out``; the fixed-lr study's is
-    ``out.parent / scale``), run ``root``, tasks x norms, the lr ``factors`` of the preset and the
-    widening rule (``extend``), the selection seed and the evaluation seeds (``roles``: each seed's
-    role, as the runs record it), and ``jobs`` at a time."""
-
-    out: Path
-    scale: str
-    root: Path
-    tasks: list[str]
-    norms: list[str]
-    factors: list[float]
-    extend: int
-    select_seed: int
-    eval_seeds: list[int]
-    roles: dict
-    jobs: int
+__all__ = ["Grid", "Job", "NAME"]
 
 
 class Grid(Study):
-    """The grid of ``a`` (a Plan), trained from the checkout ``code`` of ``commit``."""
+    """The grid a driver session asks for (``a``: its results folder, run root, tasks x norms, the lr
+    factors and widening rule, the selection and evaluation seeds and their roles, jobs at a time),
+    trained from the checkout ``code`` of ``commit``."""
 
-    def __init__(self, a: Plan, code: Optional[Path], commit: str = "", dirty: bool = False):
+    def __init__(self, a: Request, code: Optional[Path], commit: str = "", dirty: bool = False):
         fixed = a.out.parent / a.scale  # the fixed-lr study's results folder
         super().__init__(
             scale=a.scale,

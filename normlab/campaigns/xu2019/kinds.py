@@ -1,0 +1,142 @@
+"""What differs between the campaign's two kinds of study; the driver (driver.py) does the rest.
+
+``Fixed``: tasks x norms [x variants] x seeds at the preset lr (the fixed-lr, pre-norm and
+placement studies), reported by the campaign's report. ``Tuned``: each norm at its own lr, whose
+grid names its jobs in stages and shares the fixed study's preset-lr runs, reported by the tuned
+report (tuned.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...report import find_runs
+from ...study import plan as planning
+from ...study.grid import FixedGrid, Study
+from ...study.staging import staging_dir
+from .request import Request
+from .studies import out_folder
+
+
+def committed_runs(folder: Path, tasks=None) -> list:
+    runs = find_runs([folder / "runs"]) if (folder / "runs").exists() else []
+    return [r for r in runs if tasks is None or r.task in tasks]
+
+
+class Fixed:
+    tag = "reproduce"
+    selection_what = (
+        "the seed(s) that calibrated the presets; never in a reported mean, test or figure"
+    )
+
+    def __init__(self, r: Request):
+        self.r = r
+        self.shares_with: tuple = ()
+
+    def grid(self, commit: str, dirty: bool, code) -> Study:
+        r = self.r
+        return FixedGrid(
+            r.tasks,
+            r.norms,
+            r.seeds,
+            r.variants,
+            scale=r.scale,
+            name=r.decl["name"],
+            root=r.root,
+            copies=staging_dir(r.out) / "runs",
+            commit=commit,
+            dirty=dirty,
+            code=code,
+            roles=r.roles,
+            jobs_n=r.jobs,
+            committed=r.out / "runs",
+            overrides=r.overrides,
+        )
+
+    def make_command(self) -> str:
+        r = self.r
+        return (
+            f"{r.decl['make']} SCALE={r.scale} TASKS={','.join(r.tasks)} "
+            f"SEEDS={','.join(map(str, r.seeds))} JOBS={r.jobs}"
+        )
+
+    def describe(self, commit: str, source: str, grid: Study) -> str:
+        r = self.r
+        return (
+            f"study {r.study} ({r.decl['name']}) at commit {commit[:12]}: {len(r.tasks)} tasks x "
+            f"{len(r.norms)} norms x "
+            + (f"{len(r.variants)} variants x " if len(r.variants) > 1 else "")
+            + f"seeds {','.join(map(str, r.seeds))} "
+            f"({', '.join(f'{s}: {role}' for s, role in r.roles.items())}); the commit is {source}"
+        )
+
+    def plan_lines(self, grid: Study) -> list[str]:
+        r = self.r
+        # a study with no runs yet is costed by the fixed study's runs of its tasks at this scale
+        folders = [r.out, r.out.parent / out_folder("fixed", r.scale)]
+        reference = next((runs for f in folders if (runs := committed_runs(f, r.tasks))), [])
+        return planning.lines(grid, reference=reference)
+
+    def reported(self, runs: list, commit: str) -> list:
+        """The runs the record counts: this commit's (the selection record's copies stay beside them)."""
+        return [x for x in runs if x.summary.get("git_commit") == commit]
+
+    def write_report(self, runs: list) -> dict:
+        from ...make_report import report
+
+        r = self.r
+        return report(runs, r.out, figures=r.figures, member=Path(r.record_out or r.out))
+
+
+class Tuned(Fixed):
+    tag = "tuned"
+    selection_what = (
+        "seed 1 at every lr of the grid: it chose each norm's lr; never in a reported mean or test"
+    )
+
+    def __init__(self, r: Request):
+        super().__init__(r)
+        self.shares_with = (r.out.parent / out_folder("fixed", r.scale),)
+
+    def grid(self, commit: str, dirty: bool, code) -> Study:
+        from .tuned_grid import Grid
+
+        return Grid(self.r, code, commit, dirty)
+
+    def make_command(self) -> str:
+        return f"{self.r.decl['make']} SCALE={self.r.scale}"
+
+    def describe(self, commit: str, source: str, grid: Study) -> str:
+        r = self.r
+        return (
+            f"study tuned at commit {commit[:12]} ({source}): tasks {','.join(r.tasks)}, norms "
+            f"{','.join(r.norms)}; lr factors {', '.join(f'{f:g}' for f in sorted({1.0, *r.factors}))}; "
+            f"selection seed {r.select_seed}, evaluation seeds {','.join(map(str, r.eval_seeds))}"
+        )
+
+    def plan_lines(self, grid: Study) -> list[str]:
+        return planning.lines(
+            grid,
+            reference=committed_runs(self.r.out),
+            unnamed=grid.unnamed,
+            shared_note="with the fixed-lr study (its preset-lr runs)",
+        )
+
+    def reported(self, runs: list, commit: str) -> list:
+        return runs  # the selection seed's lr grid is part of what the tuned report shows
+
+    def write_report(self, runs: list) -> dict:
+        from .tuned import write_tuned_report
+
+        r = self.r
+        return write_tuned_report(
+            runs,
+            r.out,
+            r.factors,
+            figures=r.figures,
+            extend=r.extend,
+            member=Path(r.record_out or r.out),
+        )
+
+
+def kind_of(r: Request) -> Fixed:
+    return Tuned(r) if r.kind == "tuned" else Fixed(r)

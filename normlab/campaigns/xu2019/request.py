@@ -1,0 +1,229 @@
+"""What a driver session is asked to do: its command line, checked and resolved into a ``Request``
+(the study's declaration, its grid's tasks, norms, seeds and roles, where its runs and results go),
+so that nothing below the command line reads an argparse namespace."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from ...report import record as provenance
+from ...report import roles
+from .paper_tables import TABLES
+from .studies import DRIVER, STUDIES, out_folder
+
+USAGE = f"{DRIVER} [--study fixed|prenorm|placement|tuned] [options] [-- overrides]"
+ABOUT = f"""Train what is missing of one of the campaign's studies (normlab/campaigns/xu2019/studies.py), then
+write its results folder:
+
+    {DRIVER} --scale mini --jobs 2 --budget-min 110            # the fixed-lr grid
+    {DRIVER} --study prenorm --plan                            # what is left, the hours and disk
+    {DRIVER} --study tuned --budget-min 110                     # each norm at its own lr
+    {DRIVER} --study fixed --report-only                        # the tables from the committed copies
+
+The study is pinned to one git commit (its staged copies', a sibling study's, --commit, else a clean
+HEAD) and trained from a clean worktree of it, in slices: --budget-min starts no job after that many
+minutes, SIGTERM/SIGINT stop cleanly, a restart never re-trains a finished run. Each finished run is
+copied to results/staging/<folder>/runs at once; when the study is complete the copies replace the
+reported ones and the tables are written. Exit status: 0 (also when a budget or a signal ended the
+slice: it says what is left), 1 when a run failed, 2 when the study cannot be pinned or the
+command line is wrong."""
+
+
+@dataclass
+class Request:
+    study: str
+    scale: str
+    tasks: list[str]
+    norms: list[str]
+    seeds: list[int]
+    roles: dict  # seed -> selection | evaluation, as the runs record it
+    seed_lists: dict  # {"selection": [...], "evaluation": [...]}
+    root: Path  # the run root; the runs go to <root>/<commit[:12]>/
+    out: Path
+    jobs: int
+    argv: Optional[list] = None
+    variants: list = field(default_factory=lambda: [[]])
+    overrides: list[str] = field(default_factory=list)
+    record_out: Optional[str] = None
+    commit: Optional[str] = None
+    working_tree: bool = False
+    discard_staging: Optional[Path] = None
+    budget_min: Optional[float] = None
+    plan: bool = False
+    report_only: bool = False
+    figures: bool = True
+    factors: list[float] = field(default_factory=list)  # tuned: the lr grid's factors
+    extend: int = 0  # tuned: how far the grid widens past an edge choice
+
+    @property
+    def decl(self) -> dict:
+        return STUDIES[self.study]
+
+    @property
+    def kind(self) -> str:
+        return self.decl["kind"]
+
+    @property
+    def select_seed(self) -> int:
+        return self.seed_lists["selection"][0]
+
+    @property
+    def eval_seeds(self) -> list[int]:
+        return self.seed_lists["evaluation"]
+
+
+def _csv(s: Optional[str]) -> list[str]:
+    return [x.strip() for x in (s or "").split(",") if x.strip()]
+
+
+def _ints(s: Optional[str]) -> list[int]:
+    return [int(x) for x in _csv(s)]
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=DRIVER,
+        usage=USAGE,
+        description=ABOUT,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    arg = p.add_argument
+    arg("--study", default="fixed", choices=sorted(STUDIES), help="which study (default fixed)")
+    arg("--scale", default="mini", help="smoke | mini | paper (default mini)")
+    arg("--tasks", default=None, help="comma-separated task keys (default: the study's)")
+    arg("--norms", default=None, help="only these norms (default: the study's, or its tables')")
+    arg("--seeds", default=None, help="fixed kinds: the seeds (default: the evaluation seeds)")
+    arg("--selection-seeds", default=None, help="override normlab/configs/study/seeds.yaml's")
+    arg("--evaluation-seeds", default=None, help="override normlab/configs/study/seeds.yaml's")
+    arg(
+        "--tables",
+        default=",".join(TABLES),
+        help=f"fixed kinds: which tables' rows ({','.join(TABLES)})",
+    )
+    arg("--search", default="lr_grid", help="tuned: the hparams_search preset with the lr factors")
+    arg(
+        "--extend",
+        type=int,
+        default=None,
+        help="tuned: widen the grid by at most this many 2x "
+        "steps past an edge choice (default: the results' own, from their reproduce.json)",
+    )
+    arg("--jobs", type=int, default=None, help="parallel jobs (default: one per core; 1 on a GPU)")
+    arg("--root", type=Path, default=None, help="run root (default ./runs)")
+    arg("--out", type=Path, default=None, help="results folder (default: results/<the study's>)")
+    arg(provenance.RECORD_OUT, default=None, help=provenance.RECORD_OUT_HELP)
+    arg(
+        "--commit",
+        default=None,
+        help="train at this commit (default: the staged copies', else HEAD)",
+    )
+    arg(
+        "--working-tree",
+        action="store_true",
+        help="train from this checkout as it is, "
+        "uncommitted changes included (development and tests; reproduce.json says so)",
+    )
+    arg(
+        "--discard-staging",
+        type=Path,
+        default=None,
+        metavar="FOLDER",
+        help="delete this study's staged copies first (name the folder: results/staging/<folder>)",
+    )
+    arg("--budget-min", type=float, default=None, help="start no job after this many minutes")
+    arg("--plan", action="store_true", help="print the runs, what is done, the hours and disk left")
+    arg(
+        "--report-only",
+        "--no-train",
+        dest="report_only",
+        action="store_true",
+        help="re-write the report from <out>/runs (the committed copies); nothing is trained",
+    )
+    arg("--no-figures", action="store_true")
+    arg("overrides", nargs="*", help="extra Hydra overrides for every job (after --)")
+    return p
+
+
+def parse(argv: Optional[list] = None) -> Request:
+    p = parser()
+    a = p.parse_args(argv)
+    decl = STUDIES[a.study]
+    tuned = decl["kind"] == "tuned"
+    out = (a.out or Path.cwd() / "results" / out_folder(a.study, a.scale)).resolve()
+    # a tuned grid keeps its seeds' roles across sessions (its reproduce.json), as its widening rule
+    recorded = ((provenance.read(out).get("grid") or {}).get("seed_roles") or {}) if tuned else {}
+    sel = _ints(a.selection_seeds) or recorded.get("selection") or roles.selection_seeds()
+    ev = _ints(a.evaluation_seeds) or recorded.get("evaluation") or roles.evaluation_seeds()
+    if tuned and a.seeds:
+        p.error(
+            "--seeds: the tuned study trains its selection seed, then its evaluation seeds; "
+            "name them with --selection-seeds / --evaluation-seeds"
+        )
+    if tuned and a.overrides:
+        p.error(
+            "overrides: the tuned study trains every job at its task's preset but for the lr; "
+            "it takes no extra overrides"
+        )
+    seeds = [sel[0], *ev] if tuned else (_ints(a.seeds) or ev)
+    try:
+        seed_roles = {s: roles.role_for_seed(s, sel, ev) for s in seeds}
+    except ValueError as e:
+        p.error(str(e))
+    unknown = [t for t in _csv(a.tables) if t not in TABLES]
+    if unknown:
+        p.error(f"unknown table(s) {unknown}; valid: {', '.join(TABLES)}")
+    norms = list(
+        decl.get("norms") or dict.fromkeys(n for t in _csv(a.tables) for n in TABLES[t][1])
+    )
+    if a.norms:
+        bad = [n for n in _csv(a.norms) if n not in norms]
+        if bad:
+            of = f"study {a.study}" if decl.get("norms") else f"the tables {a.tables}"
+            p.error(f"norm(s) {bad} are not in {of}; its norms: {', '.join(norms)}")
+        norms = [n for n in norms if n in _csv(a.norms)]
+    tasks = _csv(a.tasks) or list(decl["tasks"])
+    from ...tasks import TASKS
+
+    missing = [t for t in tasks if t not in TASKS]
+    if missing:
+        p.error(f"task(s) {missing} do not exist (yet); available: {', '.join(sorted(TASKS))}")
+    jobs = a.jobs
+    if jobs is None:
+        import torch
+
+        jobs = 1 if torch.cuda.is_available() else (os.cpu_count() or 1)
+    r = Request(
+        study=a.study,
+        scale=a.scale,
+        tasks=tasks,
+        norms=norms,
+        seeds=seeds,
+        roles=seed_roles,
+        seed_lists={"selection": sel, "evaluation": ev},
+        root=(a.root or Path.cwd() / "runs").resolve(),
+        out=out,
+        jobs=jobs,
+        argv=argv,
+        variants=[list(v) for v in decl.get("variants", [()])],
+        overrides=[*decl["overrides"], *a.overrides],
+        record_out=a.record_out,
+        commit=a.commit,
+        working_tree=a.working_tree,
+        discard_staging=a.discard_staging,
+        budget_min=a.budget_min,
+        plan=a.plan,
+        report_only=a.report_only,
+        figures=not a.no_figures,
+    )
+    if tuned:
+        from ...tune import load_search
+        from .tuned import recorded_extend
+
+        spec = load_search(a.search)["params"]["task.train.lr"]["factor_choices"]
+        r.factors = [float(f) for f in spec]
+        r.extend = recorded_extend(out) if a.extend is None else a.extend
+    return r
