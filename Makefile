@@ -42,11 +42,14 @@ example: $(PY)  ## install examples/normlab-example (a norm of one's own package
 	$(PY) -m normlab.make_report --no-figures --out runs/example-report runs/smoke/default
 	@grep "LpNorm" runs/example-report/summary.md
 
+# Tests run on every core (pytest-xdist), a test file per worker so that its fixtures are built once.
+XDIST = -n auto --dist loadfile
+
 test: $(PY)  ## run the test suite (real data from NORMLAB_DATA, default ./data); the 15 slowest tests last
-	$(PY) -m pytest -q --durations=15
+	$(PY) -m pytest -q $(XDIST) --durations=15
 
 test-slow: $(PY)  ## run only the slow tests (longer end-to-end runs)
-	$(PY) -m pytest -q -m slow
+	$(PY) -m pytest -q $(XDIST) -m slow
 
 LINTED := normlab tests scripts hydra_plugins
 
