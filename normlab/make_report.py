@@ -24,7 +24,7 @@ from .report import find_runs, write_report
 from .report.campaigns import get_campaign
 from .report.runs import Run
 
-CACHE_VERSION = 2
+CACHE_VERSION = 3  # 3: translation has its copy-source baseline
 
 
 def _files_key(folder: Path, data_cfg) -> str:

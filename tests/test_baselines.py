@@ -13,7 +13,7 @@ from test_report import make_run
 
 from normlab.make_report import baselines, report
 from normlab.report import find_runs
-from normlab.report.baselines import level
+from normlab.report.baselines import TOLERANCE, level
 from normlab.tasks.trivial import bits_per_byte, majority_accuracy, right_neighbour_uas
 
 
@@ -177,3 +177,25 @@ def test_a_task_not_installed_here_is_said_and_not_cached(tmp_path):
     res = baselines("plugintask", {"data": {}}, tmp_path / "data", tmp_path / "c")
     assert res == {"missing": "task plugintask is not installed here (no registered task)"}
     assert not (tmp_path / "c").exists() or not list((tmp_path / "c").glob("*.json"))
+
+
+def test_translation_copy_source_bleu_against_the_files(data_dir, tmp_path):
+    import sacrebleu
+
+    folder = data_dir / "iwslt14_de_en" / "tmp"
+    cfg = _cfg("iwslt14_de_en", tmp_path, "task.data.limit.train=0")  # BPE learned on every pair
+    res = baselines("iwslt14_de_en", cfg, data_dir, tmp_path / "cache")
+    ((name, copy),) = res["rows"].items()
+    assert name.startswith("copy-source") and res["metric"] == "bleu"
+    bleu = sacrebleu.metrics.BLEU(tokenize="none", force=True)
+    for split, stem in (("valid", "TED.dev2010"), ("test", "TED.tst2010")):
+        src, ref = (
+            (folder / f"IWSLT14.{stem}.de-en.{lang}").read_text().splitlines()
+            for lang in "de en".split()
+        )
+        assert res["sizes"][split] == len(src)
+        # the source through the model's subwords is the source itself where no piece is unknown
+        assert copy[split] == pytest.approx(bleu.corpus_score(src, [ref]).score, abs=0.01)
+    assert round(copy["test"], 2) == 1.05  # the level a model that only copies reaches
+    assert level(1.2, res["rows"], True, tol=TOLERANCE["bleu"]) == "at the copy-source level"
+    assert level(3.2, res["rows"], True) == "better than the copy-source level"

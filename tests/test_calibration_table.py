@@ -27,7 +27,7 @@ def test_a_row_per_candidate_and_the_bleu_frontier_in_minutes(tmp_path):
         [
             "t", "iwslt14_de_en", "layernorm", "completed", "bleu 7.500", "loss 4.000",
             "100 / 100", "0.8 / 1.0", "1,000",
-            "none (BLEU of copying the source is near 0 across languages)",
+            "no data folder (set NORMLAB_DATA)",
         ]
     ]  # fmt: skip
     assert frontier == ["- t (layernorm): 1.00 at 0.5 min, 2.00 at 1.0 min"]
