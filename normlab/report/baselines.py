@@ -116,7 +116,7 @@ def baselines_table(grid, provider: Optional[Provider]):
         if "missing" in b:
             t.rows.append([c, b["missing"], "–", "–", "–", "–", "–"])
             continue
-        sizes = " / ".join(f"{b['sizes'][s]:,}" for s in SPLITS)
+        sizes = " / ".join(f"{b['sizes'][s]:,}" if s in b["sizes"] else "–" for s in SPLITS)
         run_sizes = {
             json.dumps({s: (r.data.get("sizes") or {}).get(s) for s in ("valid", "test")})
             for r in grid.column_runs(c)
@@ -126,7 +126,8 @@ def baselines_table(grid, provider: Optional[Provider]):
             mismatch.append(c)
         for name, r in b["rows"].items():
             d = 3 if b["metric"] == "bpc" else 2
-            t.rows.append([c, name, b["metric"], *(f"{r[s]:.{d}f}" for s in SPLITS), sizes])
+            cells = (f"{r[s]:.{d}f}" if s in r else "–" for s in SPLITS)
+            t.rows.append([c, name, b["metric"], *cells, sizes])
     t.caption = (
         "Computed by the report from the data files with each task's own pipeline and the runs' task "
         "config (same subset and splits): enwik8 unigram/bigram bits per byte of each split, fitted on "
@@ -135,7 +136,8 @@ def baselines_table(grid, provider: Optional[Provider]):
         "column is); classification: "
         "accuracy of always predicting the train split's majority class; PTB: UAS of attaching every "
         "word to its right neighbour (last word to the root), punctuation excluded as in the parser's "
-        "score. Translation: none. Cached under the cache folder; rows say when the data is absent."
+        "score. Translation: BLEU of copying each source sentence as its translation, through the "
+        "model's subwords and scored as its output is (valid and test only). Cached under the cache folder; rows say when the data is absent."
     )
     t.notes = level_sentences(grid, base) + [data_sentence(grid)]
     if mismatch:
