@@ -47,6 +47,7 @@ def staged_readme(
 def readme(rec: dict, out: Path, shown: Optional[str] = None) -> str:
     """The results folder's README; ``shown``: the folder's name in it (--record-out), default ``out``."""
     shown = shown or rel(out)
+    absent = rec.get("absent") or []  # records of the tuned study's former driver have none
     sessions = rec.get("sessions") or []
     if not sessions and "machine" in rec:  # a record written before sessions were kept
         sessions = [
@@ -92,9 +93,9 @@ def readme(rec: dict, out: Path, shown: Optional[str] = None) -> str:
         + f" ({r.get('utc')})",
         f"- Runs: {', '.join(f'{v} {k}' for k, v in sorted(rec['runs'].items())) or 'none'}"
         + (
-            f"; absent (not trained yet): {len(rec['absent'])} of the grid's "
-            f"{len(rec['absent']) + sum(rec['runs'].values())}"
-            if rec["absent"]
+            f"; absent (not trained yet): {len(absent)} of the grid's "
+            f"{len(absent) + sum(rec['runs'].values())}"
+            if absent
             else ""
         ),
         f"- Sum of the runs' own wall times: {rec['runs_wall_time_s'] / 3600:.2f} h; {len(sessions)} session(s) "
