@@ -11,7 +11,7 @@ import pytest
 from test_reproduce import reproduce
 
 from helpers import REPO, TEST_CACHE
-from normlab.campaigns.xu2019.tuned import grid_lrs, planned_lrs, select
+from normlab.campaigns.xu2019.tuned_protocol import grid_lrs, planned_lrs, select
 from normlab.report.runs import Run
 
 

@@ -18,7 +18,7 @@ from ...report.runs import load_run
 from ...study.grid import Job, Study
 from ...study.staging import staging_dir
 from .request import Request
-from .tuned import grid_lrs, select
+from .tuned_protocol import grid_lrs, select
 
 NAME = "xu2019"
 __all__ = ["Grid", "Job", "NAME"]
