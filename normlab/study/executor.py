@@ -131,7 +131,10 @@ class Executor:
             return  # planning reads every unfinished job's summary: not on every poll of a full slice
         busy = set(self.running.values())
         done_here = set(out.failed)
-        for job in self.study.plan():
+        planned = self.study.plan()
+        for job in [j for j in waiting if j not in planned]:
+            del waiting[job]  # its holder finished it meanwhile: nothing is left to wait for
+        for job in planned:
             if len(self.running) >= self.jobs:
                 return
             if job in busy or job in done_here:

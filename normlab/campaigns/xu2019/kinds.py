@@ -12,7 +12,6 @@ from pathlib import Path
 from ...report import find_runs
 from ...study import plan as planning
 from ...study.grid import FixedGrid, Study
-from ...study.staging import staging_dir
 from .request import Request
 from .studies import out_folder
 
@@ -39,17 +38,9 @@ class Fixed:
             r.norms,
             r.seeds,
             r.variants,
-            scale=r.scale,
             name=r.decl["name"],
-            root=r.root,
-            copies=staging_dir(r.out) / "runs",
-            commit=commit,
-            dirty=dirty,
-            code=code,
-            roles=r.roles,
-            jobs_n=r.jobs,
-            committed=r.out / "runs",
             overrides=r.overrides,
+            **r.study_args(commit, dirty, code),
         )
 
     def make_command(self) -> str:

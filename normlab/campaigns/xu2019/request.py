@@ -12,6 +12,7 @@ from typing import Optional
 
 from ...report import record as provenance
 from ...report import roles
+from ...study.staging import staging_dir
 from .paper_tables import TABLES
 from .studies import DRIVER, STUDIES, out_folder
 
@@ -74,6 +75,21 @@ class Request:
     @property
     def eval_seeds(self) -> list[int]:
         return self.seed_lists["evaluation"]
+
+    def study_args(self, commit: str, dirty: bool, code: Optional[Path]) -> dict:
+        """What every kind's grid (normlab.study.grid.Study) takes from the request: where its runs,
+        copies and committed copies are, its commit and checkout, the seeds' roles, jobs at a time."""
+        return dict(
+            scale=self.scale,
+            root=self.root,
+            copies=staging_dir(self.out) / "runs",
+            commit=commit,
+            dirty=dirty,
+            code=code,
+            roles=self.roles,
+            jobs_n=self.jobs,
+            committed=self.out / "runs",
+        )
 
 
 def _csv(s: Optional[str]) -> list[str]:

@@ -32,17 +32,9 @@ class Grid(Study):
     def __init__(self, a: Request, code: Optional[Path], commit: str = "", dirty: bool = False):
         fixed = a.out.parent / a.scale  # the fixed-lr study's results folder
         super().__init__(
-            scale=a.scale,
             name=NAME,
-            root=a.root,
-            copies=staging_dir(a.out) / "runs",
-            commit=commit,
-            dirty=dirty,
-            code=code,
-            roles=a.roles,
-            jobs_n=a.jobs,
-            committed=a.out / "runs",
             shared=[staging_dir(fixed) / "runs", fixed / "runs"],
+            **a.study_args(commit, dirty, code),
         )
         self.a = a
         self.presets: dict[tuple[str, str], float] = {}
