@@ -43,3 +43,33 @@ def test_a_staged_study_of_another_scale_does_not_pin_a_new_one(tmp_path):
     assert staging.staged_commits(results / "smoke-tuned") == {}
     assert staging.staged_commits(results / "smoke") == {}
     assert list(staging.staged_commits(results / "mini-enwik8-prenorm").values()) == [STUDY]
+
+
+def test_a_staged_copy_is_complete_or_absent(tmp_path, monkeypatch):
+    from test_report import make_run
+
+    import normlab.report.runs as runs_mod
+
+    curves = [{"step": s, "split": "valid", "loss": 1.0 / s, "acc": 50.0 + s} for s in (1, 2)]
+    src = make_run(tmp_path / "root", "rt", "layernorm", 2, 70.0, curves=curves)
+    dest = tmp_path / "staging" / "rt" / "layernorm" / "seed2"
+    write = runs_mod.atomic_write_bytes
+
+    def disk_full_at_curves(path, data):
+        if Path(path).name == "curves.jsonl":
+            raise OSError(28, "No space left on device")
+        write(path, data)
+
+    monkeypatch.setattr(runs_mod, "atomic_write_bytes", disk_full_at_curves)
+    with pytest.raises(OSError):
+        runs_mod.export_if_changed(src, dest)
+    # no summary without its curves: a restart must not take the copy for done
+    assert not dest.exists()
+    assert runs_mod.find_runs([tmp_path / "staging"]) == []  # the partial folder is no run
+    monkeypatch.setattr(runs_mod, "atomic_write_bytes", write)
+    assert runs_mod.export_if_changed(src, dest)  # the next slice copies it whole
+    assert [json.loads(x)["acc"] for x in (dest / "curves.jsonl").read_text().splitlines()] == [
+        51.0,
+        52.0,
+    ]
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["seed2"]  # no leftovers
