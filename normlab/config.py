@@ -10,6 +10,7 @@ checked once before anything is written; the result is one ``Job`` that every la
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import MISSING, dataclass, fields
 from typing import Callable, Optional
 
@@ -32,6 +33,9 @@ __all__ = [
     "train_config",
     "same_experiment",
 ]
+
+# an experiment name is a folder name: no separators or "..", so a run never leaves paths.root
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
 # configs/train.yaml: `job_schema` is the first entry of its defaults list, and
@@ -213,6 +217,13 @@ def load_job(cfg: DictConfig, overrides: Optional[list[str]] = None) -> Job:
     except ValueError as e:
         raise ConfigError(f"{e} (normlab/configs/train.yaml or the command line)") from None
     check_flags(config.get("logger") or {})  # each backend's flag, in its own logger/*.yaml
+    name = config.get("name")
+    if not isinstance(name, str) or not SAFE_NAME.fullmatch(name):
+        raise ConfigError(
+            f"name={name!r}: the experiment name is one folder of the run root "
+            "(<paths.root>/<scale>/<name>/): letters, digits, '.', '_' and '-', at most 100, "
+            "starting with a letter or digit"
+        )
     if not isinstance(config.get("seed"), int) or config["seed"] < 0:
         raise ConfigError(f"seed={config.get('seed')!r}: must be an integer >= 0")
     threads = config.get("threads", 0)

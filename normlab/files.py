@@ -34,7 +34,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 def remove_empty_dirs(path: Path, stop: Path) -> None:
     """Remove ``path`` and its parents up to (not including) ``stop`` while they are empty: the
     folders Hydra made for a job refused on bad input."""
-    path, stop = Path(path).absolute(), Path(stop).absolute()
+    # normalized: a path through ".." (a refused run name) is cleaned up where it really lies
+    path, stop = (Path(os.path.abspath(p)) for p in (path, stop))
     while path != stop and stop in path.parents:
         try:
             path.rmdir()  # only an empty folder

@@ -404,6 +404,7 @@ CLI_CASES = [
     ("norm.options.numerics=foo", 2, "norm.options.numerics='foo' must be one of"),
     # the value named is the one that took effect: the last of two overrides of a key
     ("task.train.max_steps=-5", 2, "set on the command line: task.train.max_steps=-5"),
+    ("name=a/b", 2, "name='a/b': the experiment name is one folder of the run root"),
 ]
 
 
@@ -486,3 +487,26 @@ def test_report_to_a_folder_it_cannot_make_is_one_line(tmp_path):
         and out.stderr.count("\n") == 1
         and "--out /proc/normlab-report" in out.stderr
     )
+
+
+def test_a_name_that_would_leave_the_run_root_is_refused_and_leaves_nothing(
+    tmp_path, monkeypatch, capfd
+):
+    import sys
+
+    import torch
+
+    from normlab import train
+
+    argv = ["progress=false", f"paths.root={tmp_path / 'runs'}", *BASE_ARGS, "name=../../escaped"]
+    monkeypatch.setattr(sys, "argv", ["normlab-train", *argv])
+    threads = torch.get_num_threads()
+    try:
+        with pytest.raises(SystemExit) as e:
+            train.main()
+    finally:
+        torch.set_num_threads(threads)
+    err = capfd.readouterr().err
+    assert e.value.code == 2 and "name='../../escaped'" in err, err
+    # the folders Hydra made for it, outside the run root, are gone too
+    assert not (tmp_path / "escaped").exists()
