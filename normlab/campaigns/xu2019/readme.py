@@ -65,9 +65,16 @@ def provenance(root: Path, folder: str) -> str:
     chosen = sorted({*(s for s in seeds if s in selection), *(sel.get("seeds") or [])})
     left = ", ".join(str(s) for s in chosen) or "none"
     at = f" (runs at `{str(sel['commit'])[:7]}`)" if sel.get("commit") and chosen else ""
+    study = str(rec.get("git_commit") or "?")[:7]
+    tree = "with uncommitted changes" if rec.get("git_dirty") else "from a clean checkout"
+    others = len(rec.get("run_git_commits") or {}) > 1
+    # the selection record's runs predate the git_dirty field: the clean checkout is the study's
+    clean = f"`{study}` {tree}" + (
+        "; the other commit's runs predate the record of a clean tree" if others else ""
+    )
     return (
         f"- `{folder}`: {runs} run copies, trained at {commits or '?'} "
-        f"(git_dirty {str(rec.get('git_dirty')).lower()}); reported seeds {reported}, selection seed(s) {left}"
+        f"({clean}); reported seeds {reported}, selection seed(s) {left}"
         f"{at} left out; tables written at `{str(report.get('git_commit', '?'))[:7]}`."
     )
 
@@ -150,13 +157,17 @@ def tuned_lines(root: Path) -> list[str]:
     out = []
     for task in dict.fromkeys(r["task"] for r in rows):
         mine = [r for r in rows if r["task"] == task]
-        diffs = [r["own − fixed"] for r in mine if r["own − fixed"] not in ("–", "")]
+        done = [r for r in mine if r["own − fixed"] not in ("–", "")]
+        # an own lr that is the preset (1.00x) compares the same runs: neither better nor worse
+        same = [r for r in done if "(1.00×" in r["chosen lr"]]
+        diffs = [r["own − fixed"] for r in done if r not in same]
         worse = sum(d.startswith("-") for d in diffs)
         better = sum("(better)" in d for d in diffs)
-        pending = len(mine) - len(diffs)
+        pending = len(mine) - len(done)
         out.append(
-            f"- {task}: the own lr's mean is better than the preset's for {better} of {len(diffs)} "
+            f"- {task}: the own lr's mean is better than the preset's for {better} of {len(done)} "
             f"norms, worse for {worse}"
+            + (f", the preset itself for {len(same)}" if same else "")
             + (f" ({pending} not trained yet at the own lr)" if pending else "")
         )
     return out
