@@ -44,7 +44,7 @@ SEARCHES = CONFIGS / "hparams_search"
 
 def load_search(name: str) -> dict:
     path = SEARCHES / f"{name}.yaml"
-    if not path.exists():
+    if "/" in name or "\\" in name or name.startswith(".") or not path.exists():
         raise ConfigError(
             f"--search {name}: no {path}; presets: {sorted(p.stem for p in SEARCHES.glob('*.yaml'))}"
         )
@@ -237,6 +237,8 @@ def main(argv=None) -> int:
         "overrides", nargs="*", help="normlab-train overrides shared by every trial (after --)"
     )
     a = ap.parse_args(argv)
+    if a.trials is not None and a.trials < 1:
+        raise ConfigError(f"--trials {a.trials}: the total number of trials must be at least 1")
     import optuna
     from omegaconf import OmegaConf
 
@@ -300,6 +302,8 @@ def main(argv=None) -> int:
                 flush=True,
             )
             rc = runner.run(job, run_dir)
+            if rc == exitcodes.BAD_INPUT:  # every trial would be refused the same way
+                refused(study, trial, storage, name)
             if rc in exitcodes.STOPPED.values():  # stopped with a checkpoint
                 requeue(study, study.get_trials(deepcopy=False)[trial.number])
                 break
@@ -321,6 +325,23 @@ def main(argv=None) -> int:
         )
         return code
     return 0
+
+
+def refused(study, trial, storage, name: str) -> None:
+    """A trial's job refused its configuration (exit 2, its one-line error above): stop the search.
+    A study with no completed trial is removed from the journal, so the corrected command starts
+    afresh instead of being refused for its other fixed settings."""
+    import optuna
+
+    study.tell(trial, state=optuna.trial.TrialState.FAIL)
+    done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+    if not done:
+        optuna.delete_study(study_name=name, storage=storage)
+    raise ConfigError(
+        f"trial {trial.number}'s job refused its configuration (exit 2, its error is above): correct "
+        "the overrides and run the command again"
+        + ("" if done else " (the search had no completed trial: its study was removed)")
+    )
 
 
 def cli() -> None:

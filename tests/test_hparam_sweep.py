@@ -349,3 +349,61 @@ def test_the_objective_of_a_task_that_selects_on_the_loss_is_its_validation_loss
     }
     assert objective(rt) == 77.5
     assert math.isnan(objective({**rt, "status": "diverged"}))
+
+
+def test_a_fixed_override_every_trial_refuses_stops_the_search_and_the_fix_runs(tmp_path):
+    pytest.importorskip("optuna")
+    env = {**os.environ, "NORMLAB_CACHE": str(TEST_CACHE)}
+
+    def tune(*extra):
+        return subprocess.run(
+            [*tune_cmd(tmp_path, 3, 12), *extra],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+
+    bad = tune("norm.options.eps=-1")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr[-2000:]
+    assert "norm.options.eps=-1 is out of range" in bad.stderr  # the trial job's own line
+    assert "trial 0's job refused its configuration" in bad.stderr
+    assert bad.stdout.count("[normlab-tune] trial ") == 1  # no second trial was tried
+    # the corrected command is not refused for the bad one's fixed settings
+    good = subprocess.run(
+        tune_cmd(tmp_path, 1, 12),
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert good.returncode == 0, good.stdout[-2000:] + good.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    "flags,match",
+    [
+        (["--trials", "-3"], "--trials -3: the total number of trials must be at least 1"),
+        (["--search", "../task/rt"], "--search ../task/rt: no "),
+    ],
+)
+def test_bad_search_arguments_are_one_line_and_write_nothing(tmp_path, flags, match):
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "normlab.tune",
+            *flags,
+            "--",
+            *BASE,
+            f"paths.root={tmp_path / 'runs'}",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 2 and match in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert not (tmp_path / "runs").exists()
