@@ -464,3 +464,37 @@ def test_grid_sh_runs_a_slice_detached_and_stops_it_cleanly(clone, data_dir, tmp
     assert "stopped: SIGTERM" in log.read_text()
     no_trainers_within(root, 5)
     assert "fixed: not running" in sh("status", "fixed", *study).stdout
+
+
+@pytest.mark.parametrize(
+    "flags,match",
+    [
+        (["--scale", "bogus"], "--scale bogus: no such scale; scales: mini, paper, smoke"),
+        (["--budget-min", "-5"], "--budget-min -5: minutes after which no job starts"),
+        (["--jobs", "0"], "--jobs 0: jobs at a time, at least 1"),
+        (["--study", "tuned", "--seeds", "2"], "--seeds: the tuned study trains its selection"),
+    ],
+)
+def test_the_driver_refuses_bad_arguments_in_one_line(flags, match, capsys):
+    from normlab.campaigns.xu2019.request import parse
+
+    with pytest.raises(SystemExit) as e:
+        parse([*flags, "--plan"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and match in err.splitlines()[-1], err
+
+
+def test_a_run_root_with_a_comma_reaches_the_job_as_one_path(tmp_path):
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from normlab.study.grid import FixedGrid, Job
+
+    root = tmp_path / "my runs, v2"
+    grid = FixedGrid(
+        ["rt"], ["layernorm"], [2], scale="smoke", name="xu2019", root=root,
+        copies=tmp_path / "copies", commit="c", dirty=False, code=None, roles={},
+    )  # fmt: skip
+    cmd = grid.command(Job("rt", "layernorm", None, 2))
+    overrides = OverridesParser.create().parse_overrides(cmd[3:])
+    (path,) = [o for o in overrides if o.key_or_group == "paths.root"]
+    assert not path.is_sweep_override() and path.value() == str(root)

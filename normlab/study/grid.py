@@ -180,7 +180,7 @@ class Study(ABC):
             f"seed={job.seed}",
             f"scale={self.scale}",
             f"name={self.name}",
-            f"paths.root={self.root}",
+            f"paths.root='{self.root}'",  # quoted: a comma or a space in it is no sweep
             f"threads={self.threads}",
             "progress=false",
             f"hydra.run.dir='{self.run_dir(job)}'",

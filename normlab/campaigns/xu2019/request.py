@@ -201,6 +201,15 @@ def parse(argv: Optional[list] = None) -> Request:
             of = f"study {a.study}" if decl.get("norms") else f"the tables {a.tables}"
             p.error(f"norm(s) {bad} are not in {of}; its norms: {', '.join(norms)}")
         norms = [n for n in norms if n in _csv(a.norms)]
+    if "/" in a.scale or not (roles.CONFIGS / "scale" / f"{a.scale}.yaml").exists():
+        scales = sorted(f.stem for f in (roles.CONFIGS / "scale").glob("*.yaml"))
+        p.error(f"--scale {a.scale}: no such scale; scales: {', '.join(scales)}")
+    if a.budget_min is not None and a.budget_min < 0:
+        p.error(f"--budget-min {a.budget_min:g}: minutes after which no job starts, at least 0")
+    if a.jobs is not None and a.jobs < 1:
+        p.error(f"--jobs {a.jobs}: jobs at a time, at least 1")
+    if a.root is not None and "'" in str(a.root):
+        p.error(f"--root {a.root}: a run root with a quote cannot be passed to the jobs' overrides")
     tasks = _csv(a.tasks) or list(decl["tasks"])
     from ...tasks import TASKS
 
