@@ -57,7 +57,8 @@ TABLE = (
 )
 MULTIRUN = (
     "--multirun exits with the number of failed jobs plus points whose config could not be composed "
-    "(at most 125); a preempted or interrupted job ends the sweep with 75 or 130"
+    "(at most 125); with none, 4 when another process held a point; a preempted or interrupted job "
+    "ends the sweep with 75 or 130"
 )
 
 

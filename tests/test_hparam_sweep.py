@@ -120,6 +120,23 @@ def test_second_process_on_the_same_run_directory_stops_with_a_message(tmp_path)
         pass
 
 
+def test_a_sweep_whose_point_another_process_holds_exits_4_after_the_others(tmp_path):
+    held = tmp_path.joinpath(*ROOT, "layernorm", "seed1")
+    with RunLock(held):
+        out = subprocess.run(
+            [sys.executable, "-m", "normlab.train", "--multirun", *BASE, "seed=1,2"]
+            + ["hydra/launcher=basic", "progress=false"]
+            + [f"paths.root={tmp_path / 'runs'}"],
+            env={**os.environ, "NORMLAB_CACHE": str(TEST_CACHE)},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    assert out.returncode == 4, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "1 completed, 1 locked" in out.stdout and "held by another process" in out.stderr
+    assert (held.parent / "seed2" / "summary.json").exists()  # the free point trained
+
+
 def _trials(journal_dir):
     import optuna
 

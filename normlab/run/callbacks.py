@@ -14,6 +14,7 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from .. import exitcodes
 from ..files import read_json, write_json
 
 
@@ -147,3 +148,11 @@ class SweepSummary(Callback):
                 print(f"[normlab]   failed: {d}", file=sys.stderr)
         if failed:
             sys.exit(min(len(failed), 125))  # the exit status is the number of failed jobs
+        if counts.get("locked"):  # another process holds them: the sweep is not done
+            if int(os.environ.get("RANK", "0")) == 0:
+                print(
+                    f"[normlab]   {counts['locked']} point(s) held by another process: run the sweep "
+                    "again once it ends",
+                    file=sys.stderr,
+                )
+            sys.exit(exitcodes.LOCKED)
