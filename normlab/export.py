@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -128,21 +129,24 @@ def export_run(run_dir: Path, out: Path, which: str = "best", program: bool = Tr
     inputs = tuple(task.example_inputs(8))
     with torch.no_grad():
         outputs = model(*inputs)
-    out.mkdir(parents=True, exist_ok=True)
-    torch.save(model.state_dict(), out / "model.pt")
-    torch.save({"inputs": inputs, "outputs": outputs}, out / "example.pt")
+    # written beside --out and renamed into place: a failed export leaves no partial folder there
+    part = out.parent / f".{out.name}.partial"
+    shutil.rmtree(part, ignore_errors=True)
+    part.mkdir(parents=True)
+    torch.save(model.state_dict(), part / "model.pt")
+    torch.save({"inputs": inputs, "outputs": outputs}, part / "example.pt")
     files = {
         "model.pt": "the weights: a state dict (torch.load(..., weights_only=True))",
         "model.json": "the model as data: class, arguments, norm, provenance",
         "example.pt": "inputs (the first test examples) and the checkpoint's outputs on them",
-        **task.export_files(out),
+        **task.export_files(part),
     }
     summary_path = Path(run_dir) / "summary.json"
     summary = read_json(summary_path) if summary_path.exists() else {}
     with torch.no_grad():
         prog = (
             export_program(
-                model, inputs, outputs, out / "model.pt2", spec["kwargs"].get("max_positions", 0)
+                model, inputs, outputs, part / "model.pt2", spec["kwargs"].get("max_positions", 0)
             )
             if program
             else {"error": "--no-program"}
@@ -170,13 +174,13 @@ def export_run(run_dir: Path, out: Path, which: str = "best", program: bool = Tr
         },
         "versions": {"normlab": __version__, "torch": torch.__version__},
     }
-    (out / "model.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
+    (part / "model.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
     note = (
         f"Shapes: {prog['dynamic']} dynamic."
         if "file" in prog
         else f"**No program for this model**: {prog['error']}. Use the module route below."
     )
-    (out / "README.md").write_text(
+    (part / "README.md").write_text(
         RECIPE.format(
             task=r.job.task.name,
             norm=r.job.norm.name,
@@ -191,6 +195,9 @@ def export_run(run_dir: Path, out: Path, which: str = "best", program: bool = Tr
             inputs=", ".join(f"{tuple(d['shape'])} {d['dtype']}" for d in meta["inputs"]),
         )
     )
+    if out.exists():
+        out.rmdir()  # empty: checked above
+    part.rename(out)
     return meta
 
 

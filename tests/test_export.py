@@ -114,3 +114,22 @@ def test_export_refuses_a_folder_that_is_not_empty_and_a_run_without_checkpoint(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "not empty" in err[0] and "config.yaml: missing" in err[1]
     assert not (tmp_path / "new").exists()
+
+
+def test_a_failed_export_leaves_nothing_that_blocks_the_retry(smoke_runs, tmp_path, monkeypatch):
+    import normlab.export as export_mod
+
+    _, run_dir = smoke_runs["rt"]
+    out = tmp_path / "model"
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("killed while writing the program")
+
+    monkeypatch.setattr(export_mod, "export_program", crash)
+    with pytest.raises(RuntimeError):
+        main([str(run_dir), "--out", str(out)])
+    assert not out.exists()  # no partial folder where the model goes
+    monkeypatch.undo()
+    assert main([str(run_dir), "--out", str(out)]) == 0  # the retry is not refused as "not empty"
+    assert (out / "model.json").exists() and (out / "model.pt2").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]  # no hidden leftovers
