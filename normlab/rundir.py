@@ -124,14 +124,21 @@ class Checkpoints:
             )
         return None
 
-    def set_aside(self) -> Optional[Path]:
-        """Move checkpoints/ to checkpoints.old-<time>/ (resume=restart): nothing is deleted."""
-        if not self.dir.exists():
+    def set_aside(self, *files: Path) -> Optional[Path]:
+        """Move checkpoints/ to checkpoints.old-<time>/ (resume=restart), with ``files`` of the old
+        attempt (its curves and summary) inside it: nothing is deleted. None when there is nothing."""
+        files = tuple(Path(f) for f in files if Path(f).exists())
+        if not self.dir.exists() and not files:
             return None
         import time
 
         target = self.dir.with_name(f"checkpoints.old-{time.strftime('%Y%m%d-%H%M%S')}")
-        os.replace(self.dir, target)
+        if self.dir.exists():
+            os.replace(self.dir, target)
+        else:
+            target.mkdir()
+        for f in files:
+            os.replace(f, target / f.name)
         return target
 
     def remove_temp(self) -> None:

@@ -138,10 +138,14 @@ def _run_locked(cfg, run_dir: Path, overrides, ctx, start: float, console: Conso
         console.open()  # before resume: its warnings (a checkpoint it skipped) belong in the log
         if (
             job.get("resume", default("resume")) == "restart"
-            and (aside := trainer.ckpt.set_aside()) is not None
+            and (
+                aside := trainer.ckpt.set_aside(run_dir / "curves.jsonl", run_dir / "summary.json")
+            )
+            is not None
         ):
             print(
-                f"[normlab] resume=restart: {run_dir} starts over from step 0; its checkpoints are in {aside}"
+                f"[normlab] resume=restart: {run_dir} starts over from step 0; the old attempt's "
+                f"checkpoints, curves and summary are in {aside}"
             )
     ck = trainer.resume()  # CheckpointError when every checkpoint there is unreadable
     summary_path = run_dir / "summary.json"
