@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -21,18 +22,49 @@ from .files import atomic_write_bytes
 FINAL = ("completed", "diverged")
 
 
+def _warn(message: str) -> None:
+    print(f"normlab: warning: {message}", file=sys.stderr)
+
+
 def read_curves(path: Path) -> list[dict]:
-    """Records of curves.jsonl; a torn last line (killed mid-append) is dropped."""
+    """Records of curves.jsonl. A torn last line (killed mid-append) is dropped; any other line
+    that is not a JSON record (damaged, ``null``, not UTF-8) is skipped with a warning naming it,
+    and the records after it are kept."""
     path = Path(path)
     if not path.exists():
         return []
+    raw = path.read_bytes()
+    lines = raw.split(b"\n")
     records = []
-    for line in path.read_text().splitlines():
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
         try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            break
+            rec = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            rec = None
+        if isinstance(rec, dict):
+            records.append(rec)
+        elif not (i == len(lines) and not raw.endswith(b"\n")):  # not the torn last line
+            _warn(f"{path}:{i}: not a JSON record; skipped")
     return records
+
+
+def read_summary(path: Path) -> dict:
+    """summary.json, or {} with a warning naming it when it cannot be read: a damaged summary
+    counts as none (the run resumes from its checkpoints and writes it again)."""
+    path = Path(path)
+    if not path.exists():
+        return {}
+    try:
+        summary = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        _warn(f"{path} is unreadable ({type(e).__name__}); taken as no summary")
+        return {}
+    if not isinstance(summary, dict):
+        _warn(f"{path} is not a JSON object; taken as no summary")
+        return {}
+    return summary
 
 
 class Curves:

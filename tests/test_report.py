@@ -22,7 +22,7 @@ from normlab.report import find_runs
 from normlab.report import write_report as generic_report
 from normlab.report.aggregate import Grid
 from normlab.report.axis import setting_axis
-from normlab.report.runs import export
+from normlab.report.runs import export, load_run
 from normlab.report.tables import latex_escape
 
 RT_NOTE = "RT has no official split: seeded 80/10/10 split (split_seed=0)"
@@ -297,11 +297,13 @@ def test_find_runs_ignores_wandb_checkpoint_and_hidden_folders(tmp_path):
     assert [r.path for r in find_runs([tmp_path])] == [d]
 
 
-def test_runs_are_read_with_safe_yaml_only(tmp_path):
+def test_runs_are_read_with_safe_yaml_only(tmp_path, capsys):
     d = make_run(tmp_path, "rt", "layernorm", 1, 70.0)
-    (d / "config.yaml").write_text("task: !!python/object/apply:os.system ['true']\n")
+    (d / "config.yaml").write_text("task: !!python/object/apply:os.system ['touch pwned']\n")
+    assert find_runs([tmp_path]) == []  # refused by the safe loader: skipped by name, never run
+    assert f"{d} skipped" in capsys.readouterr().err and not (tmp_path / "pwned").exists()
     with pytest.raises(yaml.YAMLError):
-        find_runs([tmp_path])
+        load_run(d)
 
 
 def test_cli_writes_tables_and_rejects_missing_or_empty_input(tmp_path, capsys):
@@ -462,3 +464,14 @@ def test_a_setting_several_norms_vary_is_a_column_axis_and_claims_pair_within_it
     assert "AdaNorm (C=1.0)" in labels and "AdaNorm (C=2.0)" in labels
     settings = (tmp_path / "report" / "settings.md").read_text()
     assert "| rt | LayerNorm-simple | (default) | pre |" in settings
+
+
+def test_a_run_with_an_unreadable_summary_is_skipped_by_name(tmp_path, capsys):
+    make_run(tmp_path, "rt", "layernorm", 2, 70.0)
+    bad = make_run(tmp_path, "rt", "layernorm", 3, 71.0)
+    (bad / "summary.json").write_bytes(b'{"status": "completed", "test": {"acc": 7\xff')
+    runs = find_runs([tmp_path])
+    assert [r.seed for r in runs] == [2]  # the other run's numbers are still reported
+    assert (
+        f"{bad} skipped: its summary.json or config.yaml is unreadable" in capsys.readouterr().err
+    )

@@ -304,3 +304,23 @@ def test_a_run_written_before_a_key_existed_is_the_same_experiment_at_the_old_be
         "precision",
         "task.train.update_freq",
     ]  # a key the job no longer has
+
+
+def test_a_damaged_line_is_skipped_by_name_and_the_records_after_it_are_kept(tmp_path, capsys):
+    path = tmp_path / "curves.jsonl"
+    good = [{"step": s, "split": "train", "loss": 1.0 / s} for s in (1, 2, 3)]
+    rows = [json.dumps(r).encode() for r in good]
+    path.write_bytes(b"\n".join([rows[0], b"null", rows[1], b"\xff\xfe{", rows[2]]) + b"\n")
+    assert read_curves(path) == good  # before: the records after the damaged line were lost
+    err = capsys.readouterr().err
+    assert f"{path}:2: not a JSON record" in err and f"{path}:4: not a JSON record" in err
+
+
+def test_an_unreadable_summary_is_taken_as_none(tmp_path, capsys):
+    from normlab.rundir import read_summary
+
+    bad = tmp_path / "summary.json"
+    bad.write_bytes(b'{"status": "compl\xff')
+    assert read_summary(bad) == {} and f"{bad} is unreadable" in capsys.readouterr().err
+    bad.write_text("null")
+    assert read_summary(bad) == {}

@@ -157,8 +157,17 @@ def find_runs(paths: Iterable[Path]) -> list[Run]:
                 }
             )
         for d in dirs:
-            if d.resolve() not in found:
+            if d.resolve() in found:
+                continue
+            try:
                 found[d.resolve()] = load_run(d)
+            except (UnicodeDecodeError, ValueError, yaml.YAMLError) as e:
+                # one damaged run must not hide every other one's numbers: skip it, by name
+                print(
+                    f"[normlab-report] warning: {d} skipped: its summary.json or config.yaml is "
+                    f"unreadable ({type(e).__name__})",
+                    file=sys.stderr,
+                )
     runs = sorted(found.values(), key=lambda r: (r.task, r.norm, str(r.seed), str(r.path)))
     _warn_duplicates(runs)
     return runs

@@ -15,7 +15,8 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from .. import exitcodes
-from ..files import read_json, write_json
+from ..files import write_json
+from ..rundir import read_summary
 
 
 class Outcome(float):
@@ -127,7 +128,7 @@ class SweepSummary(Callback):
             if (
                 path.stat().st_mtime >= self.start - 1
             ):  # runs skipped by this sweep are not re-counted
-                jobs.append((read_json(path).get("status", "unknown"), str(path.parent)))
+                jobs.append((read_summary(path).get("status", "unknown"), str(path.parent)))
         return jobs
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:

@@ -13,9 +13,9 @@ from omegaconf import DictConfig
 
 from ..config import load_job, same_experiment
 from ..errors import ConfigError, DataError
-from ..files import read_json, read_yaml
+from ..files import read_yaml
 from ..progress import enable_bars
-from ..rundir import FINAL
+from ..rundir import FINAL, read_summary
 from ..tasks import get_task_class
 from . import distributed
 
@@ -40,11 +40,9 @@ def check_run_dir(run_dir: Path, config: dict) -> Optional[dict]:
                 f"{run_dir} already holds a run with a different config (keys {diffs}); "
                 "use another name=... or paths.root=..., or delete that directory"
             )
-    summary_path = run_dir / "summary.json"
-    if summary_path.exists():
-        summary = read_json(summary_path)
-        if summary.get("status") in FINAL:
-            return summary
+    summary = read_summary(run_dir / "summary.json")
+    if summary.get("status") in FINAL:
+        return summary
     return None
 
 

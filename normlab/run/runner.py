@@ -21,10 +21,10 @@ from omegaconf import DictConfig
 from .. import setting
 from ..config import Job
 from ..errors import ConfigError
-from ..files import atomic_write_bytes, read_json, write_json, write_yaml
+from ..files import atomic_write_bytes, write_json, write_yaml
 from ..loggers import make_loggers
 from ..norms import native
-from ..rundir import Checkpoints, Curves, criterion, read_curves
+from ..rundir import Checkpoints, Curves, criterion, read_curves, read_summary
 from ..schema import default
 from . import accel, distributed, probes, provenance
 from .consolelog import ConsoleLog
@@ -149,7 +149,7 @@ def _run_locked(cfg, run_dir: Path, overrides, ctx, start: float, console: Conso
             )
     ck = trainer.resume()  # CheckpointError when every checkpoint there is unreadable
     summary_path = run_dir / "summary.json"
-    previous = read_json(summary_path) if ctx.main and summary_path.exists() else {}
+    previous = read_summary(summary_path) if ctx.main else {}
     curves = Curves(run_dir / "curves.jsonl")
     if ctx.main:
         write_yaml(run_dir / "config.yaml", config)
