@@ -52,8 +52,7 @@ def expand(items: list[str]) -> list[Path]:
 
 def recorded(run_dir: Path, split: str, step: int) -> dict:
     """What the run recorded for these weights: {} when it recorded nothing for them."""
-    from .files import read_json
-    from .rundir import read_curves
+    from .rundir import read_curves, read_summary
 
     if split == "valid":
         recs = [
@@ -66,8 +65,7 @@ def recorded(run_dir: Path, split: str, step: int) -> dict:
             if recs
             else {}
         )
-    path = run_dir / "summary.json"
-    summary = read_json(path) if path.exists() else {}
+    summary = read_summary(run_dir / "summary.json")
     return dict(summary.get("test") or {}) if summary.get("best_step") == step else {}
 
 

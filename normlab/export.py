@@ -113,8 +113,8 @@ def export_run(run_dir: Path, out: Path, which: str = "best", program: bool = Tr
     import torch
 
     from . import __version__
-    from .files import read_json
     from .run.restore import restore
+    from .rundir import read_summary
 
     if out.exists() and any(out.iterdir()):
         raise ConfigError(
@@ -141,8 +141,7 @@ def export_run(run_dir: Path, out: Path, which: str = "best", program: bool = Tr
         "example.pt": "inputs (the first test examples) and the checkpoint's outputs on them",
         **task.export_files(part),
     }
-    summary_path = Path(run_dir) / "summary.json"
-    summary = read_json(summary_path) if summary_path.exists() else {}
+    summary = read_summary(Path(run_dir) / "summary.json")
     with torch.no_grad():
         prog = (
             export_program(

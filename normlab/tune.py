@@ -167,11 +167,11 @@ def trial_value(run_dir: Optional[str]) -> tuple[Optional[str], Optional[float]]
     """(status, objective) from a trial's own summary.json: what its job recorded, also when the
     trial itself was marked failed (a job that finished after its search died)."""
     from .run.runner import objective
+    from .rundir import read_summary
 
-    path = Path(run_dir) / "summary.json" if run_dir else None
-    if path is None or not path.exists():
+    summary = read_summary(Path(run_dir) / "summary.json") if run_dir else {}
+    if not summary:  # none yet, or unreadable (named in a warning)
         return None, None
-    summary = json.loads(path.read_text())
     value = objective(summary)
     return summary.get("status"), None if math.isnan(value) else value
 
