@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -113,6 +112,7 @@ def export_run(run_dir: Path, out: Path, which: str = "best", program: bool = Tr
     import torch
 
     from . import __version__
+    from .files import whole_dir
     from .run.restore import restore
     from .rundir import read_summary
 
@@ -130,73 +130,72 @@ def export_run(run_dir: Path, out: Path, which: str = "best", program: bool = Tr
     with torch.no_grad():
         outputs = model(*inputs)
     # written beside --out and renamed into place: a failed export leaves no partial folder there
-    part = out.parent / f".{out.name}.partial"
-    shutil.rmtree(part, ignore_errors=True)
-    part.mkdir(parents=True)
-    torch.save(model.state_dict(), part / "model.pt")
-    torch.save({"inputs": inputs, "outputs": outputs}, part / "example.pt")
-    files = {
-        "model.pt": "the weights: a state dict (torch.load(..., weights_only=True))",
-        "model.json": "the model as data: class, arguments, norm, provenance",
-        "example.pt": "inputs (the first test examples) and the checkpoint's outputs on them",
-        **task.export_files(part),
-    }
-    summary = read_summary(Path(run_dir) / "summary.json")
-    with torch.no_grad():
-        prog = (
-            export_program(
-                model, inputs, outputs, part / "model.pt2", spec["kwargs"].get("max_positions", 0)
+    with whole_dir(out) as part:
+        torch.save(model.state_dict(), part / "model.pt")
+        torch.save({"inputs": inputs, "outputs": outputs}, part / "example.pt")
+        files = {
+            "model.pt": "the weights: a state dict (torch.load(..., weights_only=True))",
+            "model.json": "the model as data: class, arguments, norm, provenance",
+            "example.pt": "inputs (the first test examples) and the checkpoint's outputs on them",
+            **task.export_files(part),
+        }
+        summary = read_summary(Path(run_dir) / "summary.json")
+        with torch.no_grad():
+            prog = (
+                export_program(
+                    model,
+                    inputs,
+                    outputs,
+                    part / "model.pt2",
+                    spec["kwargs"].get("max_positions", 0),
+                )
+                if program
+                else {"error": "--no-program"}
             )
-            if program
-            else {"error": "--no-program"}
+        if "file" in prog:
+            files["model.pt2"] = "the torch.export program (loads with torch alone)"
+        meta = {
+            "format": FORMAT,
+            "task": r.job.task.name,
+            "metric": task.metric,
+            "model": spec,
+            "norm": norm_record(r.job.config["norm"]),
+            "inputs": [describe(x) for x in inputs],
+            "outputs": describe(outputs),
+            "files": files,
+            "program": prog,
+            "source": {
+                "run_dir": str(Path(run_dir).resolve()),
+                "checkpoint": r.checkpoint.name,
+                "step": r.step,
+                "seed": r.job.seed,
+                "git_commit": summary.get("git_commit"),
+                "git_dirty": summary.get("git_dirty"),
+                "test": summary.get("test") or {},
+            },
+            "versions": {"normlab": __version__, "torch": torch.__version__},
+        }
+        (part / "model.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
+        note = (
+            f"Shapes: {prog['dynamic']} dynamic."
+            if "file" in prog
+            else f"**No program for this model**: {prog['error']}. Use the module route below."
         )
-    if "file" in prog:
-        files["model.pt2"] = "the torch.export program (loads with torch alone)"
-    meta = {
-        "format": FORMAT,
-        "task": r.job.task.name,
-        "metric": task.metric,
-        "model": spec,
-        "norm": norm_record(r.job.config["norm"]),
-        "inputs": [describe(x) for x in inputs],
-        "outputs": describe(outputs),
-        "files": files,
-        "program": prog,
-        "source": {
-            "run_dir": str(Path(run_dir).resolve()),
-            "checkpoint": r.checkpoint.name,
-            "step": r.step,
-            "seed": r.job.seed,
-            "git_commit": summary.get("git_commit"),
-            "git_dirty": summary.get("git_dirty"),
-            "test": summary.get("test") or {},
-        },
-        "versions": {"normlab": __version__, "torch": torch.__version__},
-    }
-    (part / "model.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
-    note = (
-        f"Shapes: {prog['dynamic']} dynamic."
-        if "file" in prog
-        else f"**No program for this model**: {prog['error']}. Use the module route below."
-    )
-    (part / "README.md").write_text(
-        RECIPE.format(
-            task=r.job.task.name,
-            norm=r.job.norm.name,
-            version=__version__,
-            run_dir=run_dir,
-            checkpoint=r.checkpoint.name,
-            step=r.step,
-            metric=task.metric,
-            files="\n".join(f"- `{k}`: {v}" for k, v in files.items()),
-            folder=out,
-            program_note=note,
-            inputs=", ".join(f"{tuple(d['shape'])} {d['dtype']}" for d in meta["inputs"]),
+        (part / "README.md").write_text(
+            RECIPE.format(
+                task=r.job.task.name,
+                norm=r.job.norm.name,
+                version=__version__,
+                run_dir=run_dir,
+                checkpoint=r.checkpoint.name,
+                step=r.step,
+                metric=task.metric,
+                files="\n".join(f"- `{k}`: {v}" for k, v in files.items()),
+                folder=out,
+                program_note=note,
+                inputs=", ".join(f"{tuple(d['shape'])} {d['dtype']}" for d in meta["inputs"]),
+            )
         )
-    )
-    if out.exists():
-        out.rmdir()  # empty: checked above
-    part.rename(out)
     return meta
 
 

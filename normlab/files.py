@@ -4,11 +4,13 @@ one place run directories, data caches, task outputs and reports write through."
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import yaml
 
@@ -29,6 +31,23 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+@contextlib.contextmanager
+def whole_dir(dest: Path) -> Iterator[Path]:
+    """A folder written in a hidden sibling (no reader takes it for ``dest``) and renamed into
+    place when the block ends without an error: ``dest`` holds the old folder or the whole new one,
+    never a part of it. What a killed block left behind is removed by the next one."""
+    dest = Path(dest)
+    part, old = (dest.parent / f".{dest.name}.{kind}" for kind in ("partial", "old"))
+    for leftover in (part, old):
+        shutil.rmtree(leftover, ignore_errors=True)
+    part.mkdir(parents=True)
+    yield part
+    if dest.exists():
+        dest.rename(old)
+    part.rename(dest)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def remove_empty_dirs(path: Path, stop: Path) -> None:

@@ -414,15 +414,23 @@ CLI_CASES = [
 def test_every_bad_input_is_one_line_with_its_exit_code_and_leaves_nothing(
     tmp_path, args, code, match, monkeypatch, capfd
 ):
+    import torch
+
+    if args.startswith("device=cuda") and torch.cuda.is_available() and args != "device=cuda:7":
+        pytest.skip("this machine has CUDA")
+    rc, err = train_in_process(tmp_path, args.split(), monkeypatch, capfd)
+    assert_one_line(rc, err, code, match, tmp_path)
+
+
+def train_in_process(tmp_path, args: list[str], monkeypatch, capfd) -> tuple[int, str]:
+    """normlab-train's main() on BASE_ARGS + ``args`` under tmp_path/runs: (exit code, stderr)."""
     import sys
 
     import torch
 
     from normlab import train
 
-    if args.startswith("device=cuda") and torch.cuda.is_available() and args != "device=cuda:7":
-        pytest.skip("this machine has CUDA")
-    argv = ["progress=false", f"paths.root={tmp_path / 'runs'}", *BASE_ARGS, *args.split()]
+    argv = ["progress=false", f"paths.root={tmp_path / 'runs'}", *BASE_ARGS, *args]
     monkeypatch.setattr(sys, "argv", ["normlab-train", *argv])
     threads = torch.get_num_threads()
     try:
@@ -430,8 +438,7 @@ def test_every_bad_input_is_one_line_with_its_exit_code_and_leaves_nothing(
             train.main()
     finally:
         torch.set_num_threads(threads)  # the job's threads=1 must not slow the tests after it
-    err = capfd.readouterr().err
-    assert_one_line(e.value.code, err, code, match, tmp_path)
+    return e.value.code, capfd.readouterr().err
 
 
 BASE_ARGS = ["task=synthetic_cls", "scale=smoke", "threads=1", "task.train.max_steps=2"]
@@ -492,21 +499,7 @@ def test_report_to_a_folder_it_cannot_make_is_one_line(tmp_path):
 def test_a_name_that_would_leave_the_run_root_is_refused_and_leaves_nothing(
     tmp_path, monkeypatch, capfd
 ):
-    import sys
-
-    import torch
-
-    from normlab import train
-
-    argv = ["progress=false", f"paths.root={tmp_path / 'runs'}", *BASE_ARGS, "name=../../escaped"]
-    monkeypatch.setattr(sys, "argv", ["normlab-train", *argv])
-    threads = torch.get_num_threads()
-    try:
-        with pytest.raises(SystemExit) as e:
-            train.main()
-    finally:
-        torch.set_num_threads(threads)
-    err = capfd.readouterr().err
-    assert e.value.code == 2 and "name='../../escaped'" in err, err
+    rc, err = train_in_process(tmp_path, ["name=../../escaped"], monkeypatch, capfd)
+    assert rc == 2 and "name='../../escaped'" in err, err
     # the folders Hydra made for it, outside the run root, are gone too
     assert not (tmp_path / "escaped").exists()

@@ -185,6 +185,12 @@ def tune_cmd(tmp_path, trials, steps):
     ]
 
 
+def run_tune(tmp_path, cmd) -> subprocess.CompletedProcess:
+    """A search run to its end in ``tmp_path``, its output captured."""
+    env = {**os.environ, "NORMLAB_CACHE": str(TEST_CACHE)}
+    return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+
+
 def start_tune(tmp_path, cmd):
     env = {**os.environ, "NORMLAB_CACHE": str(TEST_CACHE)}
     return subprocess.Popen(
@@ -306,24 +312,9 @@ def test_ctrl_c_on_a_search_checkpoints_its_trial_exits_130_and_the_rerun_resume
 @pytest.mark.slow
 def test_a_search_with_other_fixed_settings_is_refused_naming_the_keys(tmp_path):
     pytest.importorskip("optuna")
-    env = {**os.environ, "NORMLAB_CACHE": str(TEST_CACHE)}
-    first = subprocess.run(
-        tune_cmd(tmp_path, 1, 12),
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    first = run_tune(tmp_path, tune_cmd(tmp_path, 1, 12))
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
-    other = subprocess.run(
-        tune_cmd(tmp_path, 2, 13),
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    other = run_tune(tmp_path, tune_cmd(tmp_path, 2, 13))
     assert other.returncode == 2 and "Traceback" not in other.stderr
     assert (
         "started with other fixed settings: task.train.max_steps (12 there, 13 here)"
@@ -332,14 +323,7 @@ def test_a_search_with_other_fixed_settings_is_refused_naming_the_keys(tmp_path)
     assert "name=..." in other.stderr
     assert len(_trials(tmp_path / "runs" / "smoke" / "tune_lr")) == 1  # nothing was added
     # the same fixed settings, or one that only changes how it runs (threads), go on
-    same = subprocess.run(
-        [*tune_cmd(tmp_path, 2, 12), "threads=2"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    same = run_tune(tmp_path, [*tune_cmd(tmp_path, 2, 12), "threads=2"])
     assert same.returncode == 0, same.stdout[-2000:] + same.stderr[-2000:]
 
 
@@ -370,32 +354,13 @@ def test_the_objective_of_a_task_that_selects_on_the_loss_is_its_validation_loss
 
 def test_a_fixed_override_every_trial_refuses_stops_the_search_and_the_fix_runs(tmp_path):
     pytest.importorskip("optuna")
-    env = {**os.environ, "NORMLAB_CACHE": str(TEST_CACHE)}
-
-    def tune(*extra):
-        return subprocess.run(
-            [*tune_cmd(tmp_path, 3, 12), *extra],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-
-    bad = tune("norm.options.eps=-1")
+    bad = run_tune(tmp_path, [*tune_cmd(tmp_path, 3, 12), "norm.options.eps=-1"])
     assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr[-2000:]
     assert "norm.options.eps=-1 is out of range" in bad.stderr  # the trial job's own line
     assert "trial 0's job refused its configuration" in bad.stderr
     assert bad.stdout.count("[normlab-tune] trial ") == 1  # no second trial was tried
     # the corrected command is not refused for the bad one's fixed settings
-    good = subprocess.run(
-        tune_cmd(tmp_path, 1, 12),
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    good = run_tune(tmp_path, tune_cmd(tmp_path, 1, 12))
     assert good.returncode == 0, good.stdout[-2000:] + good.stderr[-2000:]
 
 

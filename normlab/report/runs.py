@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +17,7 @@ import yaml
 
 from ..config_keys import CELL_FREE_KEYS
 from ..exitcodes import STOPPED
-from ..files import atomic_write_bytes
+from ..files import atomic_write_bytes, whole_dir
 from ..rundir import FINAL, read_curves
 from . import norm_cards
 
@@ -194,25 +193,16 @@ def _round(v):
 def export(run: Run, dest: Path) -> None:
     """A compact copy of ``run`` in ``dest``: config.yaml and summary.json byte-for-byte, curves
     without per-layer probe keys and with floats rounded to 7 significant digits. The copy is
-    complete or absent: it is written beside ``dest`` in a hidden folder (which no reader takes for
-    a run) and renamed into place, since a copy whose summary is there is taken as done."""
-    dest = Path(dest)
-    part, old = (dest.parent / f".{dest.name}.{kind}" for kind in ("partial", "old"))
-    for leftover in (part, old):  # of an export that was killed
-        shutil.rmtree(leftover, ignore_errors=True)
-    part.mkdir(parents=True)
-    for name in ("config.yaml", "summary.json"):
-        if (run.path / name).exists():
-            atomic_write_bytes(part / name, (run.path / name).read_bytes())
-    lines = []
-    for rec in run.curves:
-        rec = {k: _round(v) for k, v in rec.items() if not PER_LAYER_GRAD.match(k)}
-        lines.append(json.dumps(rec) + "\n")
-    atomic_write_bytes(part / "curves.jsonl", "".join(lines).encode())
-    if dest.exists():
-        dest.rename(old)
-    part.rename(dest)
-    shutil.rmtree(old, ignore_errors=True)
+    whole or absent (files.whole_dir), since a copy whose summary is there is taken as done."""
+    with whole_dir(dest) as part:
+        for name in ("config.yaml", "summary.json"):
+            if (run.path / name).exists():
+                atomic_write_bytes(part / name, (run.path / name).read_bytes())
+        lines = []
+        for rec in run.curves:
+            rec = {k: _round(v) for k, v in rec.items() if not PER_LAYER_GRAD.match(k)}
+            lines.append(json.dumps(rec) + "\n")
+        atomic_write_bytes(part / "curves.jsonl", "".join(lines).encode())
 
 
 def export_if_changed(src: Path, dest: Path) -> bool:

@@ -85,6 +85,7 @@ class Study(ABC):
         # per task, about how many jobs follow once those named now finish (a staged grid's)
         self.unnamed: dict[str, int] = {}
         self._runs: dict = {}
+        self._knows_roles: dict[Path, bool] = {}
 
     # --- where ---
     @property
@@ -193,10 +194,14 @@ class Study(ABC):
     def knows_roles(self) -> bool:
         """Whether the pinned code records seed roles (``seed_role``, from ROLES_SINCE on); a study
         continued at an older commit (the selection record's) takes its runs' roles from
-        normlab/configs/study/seeds.yaml instead."""
-        if self.code is None or self.commit == pin.head():
+        normlab/configs/study/seeds.yaml instead. Git is asked once per checkout, not per job."""
+        if self.code is None:
             return True  # this checkout's own code
-        return pin.contains(self.commit, ROLES_SINCE)
+        if self.code not in self._knows_roles:
+            self._knows_roles[self.code] = self.commit == pin.head() or pin.contains(
+                self.commit, ROLES_SINCE
+            )
+        return self._knows_roles[self.code]
 
     def copy(self, job: Job) -> None:
         """Export a finished run to the copies, and keep one checkpoint of it (a run that finished

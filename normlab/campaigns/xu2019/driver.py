@@ -125,11 +125,12 @@ def run(r: Request, kind: Fixed) -> int:
         print(f"[plan] {kind.describe(commit, source, grid)}; staged in {rel(stage)}")
         print("\n".join(kind.plan_lines(grid)))
         return 0
-    todo = grid.plan() or grid.unnamed
-    n, planned = len(grid.jobs()), len(grid.plan())
+    planned = grid.plan()  # reads every unfinished run's summary: once before the slice
+    todo = planned or grid.unnamed
+    n = len(grid.jobs())
     print(
-        f"[{tag}] {kind.describe(commit, source, grid)}: {n} runs, {n - planned} finished, "
-        f"{planned} to train"
+        f"[{tag}] {kind.describe(commit, source, grid)}: {n} runs, {n - len(planned)} finished, "
+        f"{len(planned)} to train"
         + (f", about {sum(grid.unnamed.values())} more named later" if grid.unnamed else ""),
         flush=True,
     )
@@ -140,11 +141,9 @@ def run(r: Request, kind: Fixed) -> int:
         except pin.PinError as e:
             print(f"[{tag}] error: {e}", file=sys.stderr)
             return 2
-        first = grid.plan()
-        if first:
-            print(
-                f"[{tag}] jobs run from {rel(grid.code)}, e.g. {shlex.join(grid.command(first[0]))}"
-            )
+        if planned:
+            example = shlex.join(grid.command(planned[0]))
+            print(f"[{tag}] jobs run from {rel(grid.code)}, e.g. {example}")
         outcome = Executor(grid, r.jobs, r.budget_min, tag=tag).run()
     # A study found complete as its folder reports it is not staged again; otherwise every finished
     # run of it is staged, those found in the committed or a sibling's copies too (the promotion

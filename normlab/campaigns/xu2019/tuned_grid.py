@@ -38,7 +38,6 @@ class Grid(Study):
         )
         self.a = a
         self.presets: dict[tuple[str, str], float] = {}
-        self.unnamed: dict[str, int] = {}
 
     def shared_for(self, job: Job) -> list[Path]:
         return self.shared if job.lr is None else []
