@@ -9,17 +9,18 @@ from pathlib import Path
 CONFIGS = Path(__file__).resolve().parent / "configs"
 
 
-def compose(overrides: list[str], hydra_node: bool = False):
+def compose(overrides: list[str], hydra_node: bool = False, configs: Path = CONFIGS):
     """configs/train.yaml composed with ``overrides``, as normlab-train would (``hydra_node``: with
     the hydra section, whose run.dir names the run folder). Inside a running Hydra app (a job, a
-    sweep) its own search path is used, so a user's config folders count too."""
+    sweep) its own search path is used, so a user's config folders count too. ``configs``: another
+    checkout's config folder (a study's pinned worktree)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
     if GlobalHydra.instance().is_initialized():
         return hydra_compose("train", overrides=overrides, return_hydra_config=hydra_node)
-    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(configs), version_base="1.3"):
         return hydra_compose("train", overrides=overrides, return_hydra_config=hydra_node)
 
 

@@ -113,6 +113,16 @@ def default_dirs(runs: list[Run]) -> tuple[Optional[Path], Path]:
     return (Path(data) if data else None), Path(cache)
 
 
+def provider_for(
+    runs: list[Run], data_dir: Optional[Path] = None, cache_dir: Optional[Path] = None
+):
+    """The baselines of each task the ``runs`` trained on, from ``data_dir``/``cache_dir``
+    (default: default_dirs): ``provider(task name, task config)``."""
+    dd, cd = default_dirs(runs)
+    data_dir, cache_dir = data_dir or dd, cache_dir or cd
+    return lambda task, cfg: baselines(task, cfg, data_dir, cache_dir)
+
+
 # The paper's tables and findings join every report unless another campaign (or none) is named.
 DEFAULT_CAMPAIGN = "xu2019"
 
@@ -129,14 +139,12 @@ def report(
     """``normlab.report.write_report`` with the baselines computed from ``data_dir``/``cache_dir``
     (default: default_dirs) and the sections of ``campaign`` (a name, or a campaign object as
     get_campaign returns; None: the generic report)."""
-    dd, cd = default_dirs(runs)
-    data_dir, cache_dir = data_dir or dd, cache_dir or cd
     return write_report(
         runs,
         out,
         figures=figures,
         member=member,
-        baselines=lambda task, cfg: baselines(task, cfg, data_dir, cache_dir),
+        baselines=provider_for(runs, data_dir, cache_dir),
         campaign=get_campaign(campaign) if isinstance(campaign, str) else campaign,
     )
 

@@ -13,7 +13,8 @@ from test_report import make_run
 
 from normlab.make_report import baselines, report
 from normlab.report import find_runs
-from normlab.report.baselines import TOLERANCE, level
+from normlab.report.baselines import level
+from normlab.report.claims import trained_margin
 from normlab.tasks.trivial import bits_per_byte, majority_accuracy, right_neighbour_uas
 
 
@@ -113,8 +114,8 @@ def test_enwik8_baselines_against_the_file(data_dir, tmp_path):
     # cached: a second call reads the JSON (same numbers) without touching the pipeline
     assert baselines("enwik8", full, data_dir, tmp_path / "cache") == res
     assert len(list((tmp_path / "cache").glob("baselines-enwik8-*.json"))) == 1
-    # with a train-bytes cap (the mini preset's) the baselines are fitted on the bytes the models see
-    capped = _cfg("enwik8", tmp_path)
+    # with a train-bytes cap the baselines are fitted on the bytes the models see
+    capped = _cfg("enwik8", tmp_path, "task.data.train_bytes=40000")
     cap = capped["data"]["train_bytes"]
     counts = Counter(raw[:cap])
     res = baselines("enwik8", capped, data_dir, tmp_path / "cache")
@@ -197,5 +198,5 @@ def test_translation_copy_source_bleu_against_the_files(data_dir, tmp_path):
         # the source through the model's subwords is the source itself where no piece is unknown
         assert copy[split] == pytest.approx(bleu.corpus_score(src, [ref]).score, abs=0.01)
     assert round(copy["test"], 2) == 1.05  # the level a model that only copies reaches
-    assert level(1.2, res["rows"], True, tol=TOLERANCE["bleu"]) == "at the copy-source level"
+    assert level(1.2, res["rows"], True, tol=trained_margin("bleu")) == "at the copy-source level"
     assert level(3.2, res["rows"], True) == "better than the copy-source level"

@@ -286,6 +286,6 @@ def test_a_seed_initializes_the_parameters_every_norm_shares_alike(tmp_path):
         )
         params[norm] = dict(model.named_parameters())
     shared = set.intersection(*(set(p) for p in params.values()))
-    assert len(shared) > 100 and len(params["layernorm"]) > len(shared)
+    assert len(shared) > 40 and len(params["layernorm"]) > len(shared)
     for norm, p in params.items():
         assert all(torch.equal(p[k], params["layernorm"][k]) for k in shared), norm

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .axis import axis_label, task_of
+from .claims import not_learning
 from .norm_cards import LABELS as NORM_LABELS
 from .norm_cards import sort_key as norm_sort_key
 from .runs import Run
@@ -45,6 +46,7 @@ def fmt(x: float, metric: Optional[str], signed: bool = False) -> str:
 @dataclass
 class Cell:
     runs: list[Run] = field(default_factory=list)
+    untrained: str = ""  # why the cell did not train (normlab.report.trained.gate); "" = it did
 
     def count(self, status: str) -> int:
         return sum(r.status == status for r in self.runs)
@@ -96,6 +98,8 @@ class Cell:
         no_value = self.count("completed") - len(vals)
         if no_value:
             parts.append(f"no test metric ({no_value}/{self.n})")
+        if self.untrained:
+            parts.append("did not train")
         return "; ".join(parts) + (" †" if self.mixed else "")
 
 
@@ -112,6 +116,9 @@ class Grid:
 
     def __init__(self, runs: list[Run], axis: tuple[str, ...] = ()):
         self.runs, self.axis = runs, tuple(axis)
+        self.gated: dict[
+            str, bool
+        ] = {}  # column -> checked against its trivial baselines (trained.gate)
         self.multi_scale = len({r.scale for r in runs}) > 1
         self.cells: dict[tuple[str, tuple[str, str]], Cell] = {}
         for r in runs:
@@ -263,7 +270,16 @@ def data_sentence(grid: Grid, columns: Optional[list[str]] = None) -> str:
         )
         or "no runs"
     )
-    return f"Scale: {scales}. Data: {data}."
+    outside = sorted(
+        {
+            f"{r.task}: {why}"
+            for c in columns
+            for r in grid.column_runs(c)[:1]
+            if (why := not_learning(r.task, r.scale))
+        }
+    )
+    regime = "".join(f" {o}." for o in outside)
+    return f"Scale: {scales}. Data: {data}.{regime}"
 
 
 def finite(x: Optional[float]) -> bool:

@@ -14,6 +14,7 @@ import math
 from typing import Callable, Optional
 
 from .axis import task_of
+from .claims import trained_margin
 
 SPLITS = ("train", "valid", "test")
 # (task name, the task config the runs recorded) -> {"metric", "rows", "sizes"} or {"missing": why}
@@ -48,12 +49,6 @@ def level(
     return f"between the {better[-1]} and {pts[len(better)][1]} levels"
 
 
-# How close to a baseline counts as "at" it, in the metric's units (0.05 bpc is about the seed std of
-# the enwik8 runs that sit there; one accuracy/UAS point is below the classification seed noise;
-# 0.3 BLEU is the findings' equivalence margin for BLEU).
-TOLERANCE = {"bpc": 0.05, "acc": 1.0, "uas": 1.0, "bleu": 0.3}
-
-
 def compute_all(grid, provider: Optional[Provider]) -> dict[str, dict]:
     """column -> baselines, with the task config of the column's first run that has one."""
     out = {}
@@ -75,7 +70,8 @@ def level_sentences(grid, base: dict[str, dict]) -> list[str]:
         if "rows" not in b or not b["rows"]:
             continue
         metric, hib = grid.metric(c)
-        tol = TOLERANCE.get(b["metric"], 0.0)
+        # how close to a baseline counts as "at" it: the margin a trained cell must beat it by
+        tol = trained_margin(b["metric"])
         groups: dict[str, list[str]] = {}
         for v in grid.variants():
             mean = grid.cell(c, v).mean
@@ -101,11 +97,11 @@ def level_sentences(grid, base: dict[str, dict]) -> list[str]:
     return lines
 
 
-def baselines_table(grid, provider: Optional[Provider]):
+def baselines_table(grid, base: dict[str, dict]):
+    """The table of ``base`` (column -> baselines, compute_all) with each norm placed among them."""
     from .aggregate import data_sentence
     from .tables import Table
 
-    base = compute_all(grid, provider)
     t = Table(
         "baselines",
         "Trivial baselines computed from the data",

@@ -142,7 +142,8 @@ def figure(
                     continue
                 n = sum(r.status == "completed" for r in grid.cell(c, v).runs)
                 style = variant_style(v[0], rank[v])
-                ax.plot(steps, mean, lw=1.4, label=f"{grid.label(v)} (n={n})", **style)
+                untrained = ", did not train" if grid.cell(c, v).untrained else ""
+                ax.plot(steps, mean, lw=1.4, label=f"{grid.label(v)} (n={n}){untrained}", **style)
                 ax.fill_between(steps, lo, hi, color=style["color"], alpha=0.15, lw=0)
             if panel.log and ax.has_data():
                 ax.set_yscale("log")

@@ -16,7 +16,7 @@ from typing import Callable, Optional, Protocol
 from ..files import atomic_write_bytes
 from .aggregate import Grid
 from .axis import setting_axis
-from .baselines import Provider, baselines_table
+from .baselines import Provider, baselines_table, compute_all
 from .figures import FIGURES, figure
 from .gradstats import grad_table, has_probe
 from .overfit import figure_note, overfitting_table
@@ -27,6 +27,7 @@ from .runs import Run
 from .saturation import has_alpha, saturation_table
 from .settings import settings_table
 from .tables import Table
+from .trained import gate, untrained_sentence
 
 
 @dataclass
@@ -75,17 +76,19 @@ def write_report(
     held_out = selection_note(runs)
     runs = reported(runs)
     grid = Grid(runs, axis=setting_axis(runs))
+    base = compute_all(grid, baselines)
+    gate(grid, base)  # cells first: which did not train, before any table or test reads them
+    untrained = untrained_sentence(grid)
     tables = [summary_table(grid), *(campaign.tables(grid) if campaign else [])]
-    if held_out:
-        for t in tables:
-            t.notes.insert(0, held_out)
+    for t in tables:
+        t.notes[:0] = [s for s in (held_out, untrained) if s]
     found = campaign.findings(grid, member) if campaign else Findings()
     regime = regime_sentence(grid)
     extra = list(found.tables)
-    if extra and regime:
-        extra[0].notes.insert(0, regime)
+    if extra:
+        extra[0].notes[:0] = [s for s in (untrained, regime) if s]
     extra.append(overfitting_table(grid))
-    base = baselines_table(grid, baselines)
+    base = baselines_table(grid, base)
     extra.append(base)
     if has_probe(grid):
         extra.append(grad_table(grid))
@@ -124,6 +127,7 @@ def write_report(
         [n for n in base.notes if not n.startswith("Scale:")],
         regime,
         held_out,
+        untrained,
     )
     atomic_write_bytes(out / "report.md", index.encode())
     written["index"] = out / "report.md"
@@ -183,6 +187,7 @@ def render_index(
     levels: list[str] = (),
     regime: str = "",
     held_out: str = "",
+    untrained: str = "",
 ) -> str:
     parts = [
         "# normlab report",
@@ -191,8 +196,7 @@ def render_index(
         "Each table is also written as .csv and .tex beside this file.",
         "",
     ]
-    if held_out:
-        parts += [held_out, ""]
+    parts += [s for x in (held_out, untrained) if x for s in (x, "")]
     if lines:
         parts += ["## Findings", "", *lines, "", how, ""] + ([regime, ""] if regime else [])
     if levels:

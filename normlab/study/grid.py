@@ -19,6 +19,9 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import NamedTuple, Optional, Sequence
 
+import yaml
+
+from ..config import same_experiment
 from ..report.roles import SELECTION, role_of
 from ..report.runs import export_if_changed, load_run
 from ..rundir import FINAL
@@ -41,6 +44,11 @@ class Job(NamedTuple):
             / variant_segment(self.variant)
             / f"seed{self.seed}"
         )
+
+
+def without_lr(task: dict) -> dict:
+    """A task config less its lr (a job's own, not the preset's)."""
+    return {**task, "train": {k: v for k, v in (task.get("train") or {}).items() if k != "lr"}}
 
 
 def variant_segment(variant: Sequence[str]) -> str:
@@ -86,6 +94,9 @@ class Study(ABC):
         self.unnamed: dict[str, int] = {}
         self._runs: dict = {}
         self._knows_roles: dict[Path, bool] = {}
+        # task -> its task config at the code trained (less the lr), when known: a selection run
+        # of another commit counts only if it was trained at it (a changed preset re-selects)
+        self.presets: dict[str, dict] = {}
 
     # --- where ---
     @property
@@ -121,11 +132,22 @@ class Study(ABC):
         if where == self.run_dir(job):
             return True  # the run root is the commit's own
         if role_of(summary) == SELECTION and self.roles.get(job.seed) == SELECTION:
-            return True
+            return self.at_preset(where, job)
         return (
             summary.get("git_commit") == self.commit
             and bool(summary.get("git_dirty")) == self.dirty
         )
+
+    def at_preset(self, where: Path, job: Job) -> bool:
+        """Whether the run in ``where`` was trained at the job's task preset (True when unknown)."""
+        preset = self.presets.get(job.task)
+        if preset is None:
+            return True
+        try:
+            task = dict(yaml.safe_load((Path(where) / "config.yaml").read_text())["task"])
+        except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError):
+            return False
+        return not same_experiment({"task": without_lr(task)}, {"task": preset})
 
     def summary(self, job: Job) -> dict:
         """``job``'s final summary ({} while it is not finished); read once, as a final one never changes."""

@@ -28,7 +28,7 @@ from ...study import pin, staging
 from ...study import plan as planning
 from ...study.executor import Executor
 from .folder_readme import readme, rel, staged_readme
-from .kinds import Fixed, kind_of
+from .kinds import Fixed, cost_reference, kind_of, presets
 from .request import Request, parse
 from .studies import DRIVER
 
@@ -166,10 +166,8 @@ def run(r: Request, kind: Fixed) -> int:
     selection = selection_record(r, kind)
     if left or grid.unnamed or failed:
         staged = find_runs([stage / "runs"]) if (stage / "runs").exists() else []
-        committed = (
-            [] if staged else find_runs([r.out / "runs"]) if (r.out / "runs").exists() else []
-        )
-        hours = planning.hours_left(grid, staged or committed, grid.unnamed)
+        reference = staged + cost_reference(r)
+        hours = planning.hours_left(grid, reference, grid.unnamed, presets(r))
         record = provenance.record(
             stage,
             kind.make_command(),

@@ -42,10 +42,15 @@ class Family:
 
 def sign_tests(fs: list[Finding]) -> dict[str, dict]:
     """Per claim: the two-sided sign test over tasks of the mean difference (positive = as claimed).
-    Rows without a difference (divergence, outside the regime) are left out and counted in "skipped"."""
+    Rows without a difference (divergence, a cell that did not train) are counted in "skipped";
+    rows of a task outside the overfitting or the learning regime are left out."""
     out = {}
     for claim in CLAIMS:
-        mine = [f for f in fs if f.claim is claim and f.decided != "outside the regime"]
+        mine = [
+            f
+            for f in fs
+            if f.claim is claim and f.decided not in ("outside the regime", "not learning")
+        ]
         if mine:
             res = S.sign_test([f.diff for f in mine if f.diff is not None])
             res["skipped"] = sum(f.diff is None for f in mine)
@@ -203,7 +208,8 @@ def family_table(fam: Family, data: str = "") -> Table:
     )
     t.caption = (
         f"Holm and Benjamini-Hochberg adjust all m = {fam.size} tests together: {how}. "
-        "Rows decided without a test (divergence, outside the overfitting regime, fewer than 2 paired "
+        "Rows decided without a test (divergence, a cell that did not train, outside the overfitting "
+        "or the learning regime, fewer than 2 paired "
         "seeds) are not in the family."
         + (f" Absent members (no runs yet): {', '.join(fam.absent)}." if fam.absent else "")
     )

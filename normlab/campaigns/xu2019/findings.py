@@ -15,7 +15,10 @@ family's strictest level alpha/m). Each corrected verdict is one of
 A strict claim ("A > B") holds where the verdict is better; a no-worse claim ("A ≥ B") is supported
 where it is better or equivalent and refuted where it is worse. A norm that diverged in every run
 while the other completed decides the row without a test; a task outside the overfitting regime
-(overfit.py) has no row test for that claim.
+(overfit.py) has no row test for that claim. Cells first: a row where either norm did not train
+(report.trained: not clearly better than the task's trivial baselines), or whose task is declared
+outside the learning regime at its scale (claims.yaml ``not_learning``), has no test and is not in
+the family.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Optional
 
 from ...report import stats as S
 from ...report.aggregate import NORM_LABELS, Cell, Grid, fmt
-from ...report.claims import margin, settings
+from ...report.claims import margin, not_learning, settings
 from ...report.overfit import in_regime, regime_label, valid_rise
 from . import published as P
 
@@ -92,6 +95,8 @@ CLAIMS = [
     ),
 ]
 SUPPORTS = {"better", "larger"}
+# verdicts of rows that were not tested: they count neither for nor against a claim
+UNTESTED = ("outside the regime", "no test", "too few runs", "did not train", "not learning")
 AGAINST = {"worse", "smaller"}
 
 
@@ -101,7 +106,9 @@ class Finding:
     column: str
     unit: str = ""
     sentence: str = ""
-    decided: str = ""  # a verdict without a test: divergence, outside the regime, too few runs
+    decided: str = (
+        ""  # a verdict without a test: divergence, did not train, outside a regime, too few runs
+    )
     n: int = 0  # seeds both norms completed: the pairs tested
     n_a: int = 0
     n_b: int = 0
@@ -174,6 +181,16 @@ def evaluate(grid: Grid, claim: Claim, column: str) -> Optional[Finding]:
         for lbl, c in ((la, A), (lb, B))
         if c.count("diverged")
     )
+    first = (A.runs + B.runs)[0]
+    if why := not_learning(first.task, first.scale):
+        f.decided, f.sentence = "not learning", f"{first.task}: {why}: no test"
+        return f
+    untrained = [
+        f"{lbl} did not train ({c.untrained})" for lbl, c in ((la, A), (lb, B)) if c.untrained
+    ]
+    if untrained:
+        f.decided, f.sentence = "did not train", "; ".join(untrained) + ": no test"
+        return f
     if claim.measure == "rise" and in_regime(grid, column) is False:
         f.decided, f.sentence = "outside the regime", regime_label(grid, column) + ": no test"
         return f

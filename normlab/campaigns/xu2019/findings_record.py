@@ -21,7 +21,7 @@ from ...files import atomic_write_bytes
 from .findings import CLAIMS, Finding
 
 FILE = "findings.json"
-VERSION = 1
+VERSION = 2  # 2: rows of cells that did not train, or of tasks not learning, are decided untested
 # set by family.apply over the family: not the folder's own
 ADJUSTED = ("p_holm", "p_bh", "tost_holm", "tost_bh", "mde")
 

@@ -10,7 +10,7 @@ from ...report.aggregate import Grid, data_sentence, fmt
 from ...report.claims import margins_sentence, settings
 from ...report.tables import Table
 from .family import Family, family_sentence
-from .findings import AGAINST, CLAIMS, SUPPORTS, Finding
+from .findings import AGAINST, CLAIMS, SUPPORTS, UNTESTED, Finding
 
 
 def _num(x: Optional[float], unit: str, signed: bool = False) -> str:
@@ -45,6 +45,9 @@ def method(fam: Family) -> str:
         f"would detect with {power:.0%} power at alpha / m (Holm's strictest step), from the observed spread. "
         f"The overfitting claim is tested on the valid-loss rise after its minimum (overfitting table), in "
         f"percentage points; a task whose LayerNorm valid loss does not rise is outside the regime. "
+        f"Cells first: a row where either norm 'did not train' (its mean test metric not clearly better "
+        f"than the task's best trivial baseline; baselines table) or whose task is 'not learning' at "
+        f"its scale (normlab/configs/study/claims.yaml) has no test and is not in the family. "
         f"{margins_sentence()} Test metric: each run's best-validation checkpoint. 'paper' = the published "
         f"difference in the same direction (Tables 1-3)."
     )
@@ -140,11 +143,7 @@ def resolution(mine: list[Finding]) -> str:
 
 def outcome(mine: list[Finding], strict: bool, kind: str = "holm") -> str:
     """The claim's standing in one clause: supported / refuted / unresolved task counts."""
-    verdicts = [
-        f.verdict(kind)
-        for f in mine
-        if f.verdict(kind) not in ("outside the regime", "no test", "too few runs")
-    ]
+    verdicts = [f.verdict(kind) for f in mine if f.verdict(kind) not in UNTESTED]
     support = sum(v in SUPPORTS or (not strict and v == "equivalent") for v in verdicts)
     against = sum(v in AGAINST or (strict and v == "equivalent") for v in verdicts)
     return (
@@ -205,7 +204,8 @@ def sign_table(fam: Family, data: str = "") -> Table:
             )
     t.caption = (
         "Exact binomial sign test over tasks of each claim's mean per-seed difference (positive = as "
-        "claimed; ties, rows decided by divergence and tasks outside the overfitting regime are left out, "
+        "claimed; ties, rows decided by divergence, rows with a cell that did not train and tasks outside "
+        "the overfitting or the learning regime are left out, "
         f"'skipped'), two-sided, adjusted with the rest of the family (m = {fam.size})."
     )
     t.notes = [data] if data else []

@@ -8,10 +8,11 @@ report (tuned.py)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 from ...report import find_runs
 from ...study import plan as planning
-from ...study.grid import FixedGrid, Study
+from ...study.grid import FixedGrid, Study, without_lr
 from .request import Request
 from .studies import out_folder
 
@@ -19,6 +20,40 @@ from .studies import out_folder
 def committed_runs(folder: Path, tasks=None) -> list:
     runs = find_runs([folder / "runs"]) if (folder / "runs").exists() else []
     return [r for r in runs if tasks is None or r.task in tasks]
+
+
+# the selection runs that chose the presets: what a run of a new preset costs before the study has one
+CALIBRATION = Path("calibration") / "selection"
+
+
+def cost_reference(r: Request) -> list:
+    """The measured runs a study's cost is estimated from: its results folder's, the fixed study's
+    and the calibration runs (plan.matching keeps those trained at the current presets)."""
+    folders = [r.out, r.out.parent / out_folder("fixed", r.scale)]
+    runs = [x for f in dict.fromkeys(folders) for x in committed_runs(f, r.tasks)]
+    calib = r.out.parent / CALIBRATION
+    return runs + ([x for x in find_runs([calib]) if x.task in r.tasks] if calib.is_dir() else [])
+
+
+def task_presets(r: Request, code: Optional[Path] = None) -> dict:
+    """task -> its task config (less the lr) as the checkout ``code`` (None: this one) composes it
+    for the study."""
+    from omegaconf import OmegaConf
+
+    from ... import config  # noqa: F401  (registers the schema the configs compose with)
+    from ...config_keys import CONFIGS, compose
+
+    configs = Path(code) / "normlab" / "configs" if code else CONFIGS
+    out = {}
+    for task in r.tasks:
+        cfg = compose([f"task={task}", f"scale={r.scale}", *r.overrides], configs=configs)
+        out[task] = without_lr(OmegaConf.to_container(cfg.task, resolve=True))
+    return out
+
+
+def presets(r: Request) -> dict:
+    """task -> the cost key (plan.cost_key) of the preset the study trains at this checkout."""
+    return {t: planning.cost_key(c) for t, c in task_presets(r).items()}
 
 
 class Fixed:
@@ -41,7 +76,7 @@ class Fixed:
             name=r.decl["name"],
             overrides=r.overrides,
             **r.study_args(commit, dirty, code),
-        )
+        )  # its seeds are evaluation seeds: no selection run of another commit counts
 
     def make_command(self) -> str:
         r = self.r
@@ -62,10 +97,7 @@ class Fixed:
 
     def plan_lines(self, grid: Study) -> list[str]:
         r = self.r
-        # a study with no runs yet is costed by the fixed study's runs of its tasks at this scale
-        folders = [r.out, r.out.parent / out_folder("fixed", r.scale)]
-        reference = next((runs for f in folders if (runs := committed_runs(f, r.tasks))), [])
-        return planning.lines(grid, reference=reference)
+        return planning.lines(grid, reference=cost_reference(r), presets=presets(r))
 
     def reported(self, runs: list, commit: str) -> list:
         """The runs the record counts: this commit's (the selection record's copies stay beside them)."""
@@ -91,7 +123,9 @@ class Tuned(Fixed):
     def grid(self, commit: str, dirty: bool, code) -> Study:
         from .tuned_grid import Grid
 
-        return Grid(self.r, code, commit, dirty)
+        grid = Grid(self.r, code, commit, dirty)
+        grid.presets = task_presets(self.r, code)  # seed 1 of an older preset chooses nothing now
+        return grid
 
     def make_command(self) -> str:
         return f"{self.r.decl['make']} SCALE={self.r.scale}"
@@ -107,8 +141,8 @@ class Tuned(Fixed):
     def plan_lines(self, grid: Study) -> list[str]:
         return planning.lines(
             grid,
-            reference=committed_runs(self.r.out),
-            unnamed=grid.unnamed,
+            reference=cost_reference(self.r),
+            presets=presets(self.r),
             shared_note="with the fixed-lr study (its preset-lr runs)",
         )
 

@@ -15,7 +15,7 @@ import math
 from pathlib import Path
 from typing import Optional
 
-from ...report.aggregate import NORM_LABELS, Grid, data_sentence
+from ...report.aggregate import NORM_LABELS, Cell, Grid, data_sentence
 from ...report.figures import X_LABEL, _series, plt, split_loss
 from ...report.style import norm_style
 
@@ -55,17 +55,16 @@ PAPER_FIGURES = {
 }
 
 
-def _default_runs(grid: Grid, task: str, norm: str) -> list:
+def _default_cell(grid: Grid, task: str, norm: str) -> Cell:
     column = next((c for c in grid.columns if c.split("@")[0] == task), None)
-    if column is None:
-        return []
-    return [r for r in grid.norm_cell(column, norm).runs if r.status == "completed"]
+    return Cell() if column is None else grid.norm_cell(column, norm)
 
 
 def paper_figure(grid: Grid, key: str, out: Path) -> Optional[str]:
     """Draw ``key`` into out/<key>.png/.pdf and return its caption, or None without the runs."""
     task, norms, title, what = PAPER_FIGURES[key]
-    runs = {n: _default_runs(grid, task, n) for n in norms}
+    cells = {n: _default_cell(grid, task, n) for n in norms}
+    runs = {n: [r for r in c.runs if r.status == "completed"] for n, c in cells.items()}
     if not all(runs.values()):
         return None
     twin = task == "enwik8"
@@ -96,7 +95,9 @@ def paper_figure(grid: Grid, key: str, out: Path) -> Optional[str]:
             steps, mean, lo, hi = _series(runs[n], get)
             style = norm_style(n)
             # one axis per split: the panel title names the split; the twin axes need it in the legend
-            label = f"{NORM_LABELS.get(n, n)}{f' {split}' if twin else ''} (n={len(runs[n])})"
+            label = f"{NORM_LABELS.get(n, n)}{f' {split}' if twin else ''} (n={len(runs[n])})" + (
+                ", did not train" if cells[n].untrained else ""
+            )
             (line,) = ax.plot(steps, mean, lw=width, label=label, **style)
             ax.fill_between(steps, lo, hi, color=style["color"], alpha=0.12, lw=0)
             if twin or ax is parts[-1][0]:

@@ -184,7 +184,8 @@ def parse(argv: Optional[list] = None) -> Request:
             "overrides: the tuned study trains every job at its task's preset but for the lr; "
             "it takes no extra overrides"
         )
-    seeds = [sel[0], *ev] if tuned else (_ints(a.seeds) or ev)
+    # a fixed study may declare fewer evaluation seeds than seeds.yaml's (studies.py: placement)
+    seeds = [sel[0], *ev] if tuned else (_ints(a.seeds) or list(decl.get("seeds") or ev))
     try:
         seed_roles = {s: roles.role_for_seed(s, sel, ev) for s in seeds}
     except ValueError as e:

@@ -3,16 +3,18 @@ normlab/campaigns/xu2019/driver.py) trains each, the make targets name it, the f
 describe it.
 
 ``kind``: ``fixed`` (tasks x norms [x variants] x seeds at the preset lr; the norms are the tables'
-unless the study names its own, ``variants`` its own axis) or ``tuned`` (each norm at its own lr,
-sharing the fixed study's preset-lr runs). ``out``: the results folder, under results/; ``name``:
+unless the study names its own, ``variants`` its own axis, ``seeds`` the evaluation seeds unless it
+names fewer) or ``tuned`` (each norm at its own lr, sharing the fixed study's preset-lr runs). ``out``: the results folder, under results/; ``name``:
 the run name (runs/<scale>/<name>/); ``make``: the target users type.
 """
 
 from __future__ import annotations
 
 ALL_TASKS = ("iwslt14_de_en", "iwslt15_en_vi", "enwik8", "imdb", "rt", "sst2", "mnist", "ptb")
-# the tuned grid schedules whole tasks, so a partial grid has the cheap ones
-CHEAPEST_FIRST = ("rt", "sst2", "mnist", "iwslt15_en_vi", "iwslt14_de_en", "enwik8", "ptb", "imdb")
+# the tuned grid schedules whole tasks, so a partial grid has the cheap ones. IWSLT15 is not in
+# the learning regime at mini (claims.yaml: not_learning): an lr chosen among runs that did not
+# learn to translate would choose nothing, so the tuned study leaves it out.
+CHEAPEST_FIRST = ("rt", "sst2", "mnist", "iwslt14_de_en", "enwik8", "ptb", "imdb")
 
 STUDIES = {
     "fixed": {
@@ -42,12 +44,15 @@ STUDIES = {
     },
     # Where the norm sits, against what it is: every placement of docs/placement.md (pre-norm with
     # and without LayerNorm scaling) for the norms whose affine and statistics differ, on a
-    # translation and a language-modelling task. Trained after the evaluation grids.
+    # translation and a language-modelling task. Trained after the evaluation grids, on three of the
+    # evaluation seeds: it is secondary (outside the declared family), and 5 seeds of its 48 cells
+    # would cost 19 of the 30 one-thread hours the re-run of every study may take.
     "placement": {
         "kind": "fixed",
         "name": "placement",
         "tasks": ("iwslt14_de_en", "enwik8"),
         "norms": ("layernorm", "layernorm_simple", "rmsnorm", "dyt"),
+        "seeds": (2, 3, 4),
         "variants": tuple(
             (f"task.model.placement={p}", *extra)
             for p, extra in (
@@ -72,20 +77,15 @@ STUDIES = {
         ),
     },
     # Each norm at its own lr: seed 1 at five lrs spanning 8x, the best on validation, then the
-    # evaluation seeds at it and at the preset (the fixed study's runs, shared).
+    # evaluation seeds at it and at the preset (the fixed study's runs, shared). The norms of the
+    # paper's claims that it re-tests (LayerNorm, LayerNorm-simple, DetachNorm, AdaNorm): w/o norm,
+    # RMSNorm and DyT at their own lr are in the committed runs of the earlier presets, and would
+    # cost the re-run at the presets that learn 3 more one-thread hours per task.
     "tuned": {
         "kind": "tuned",
         "name": "xu2019",
         "tasks": CHEAPEST_FIRST,
-        "norms": (
-            "none",
-            "layernorm",
-            "layernorm_simple",
-            "detachnorm",
-            "adanorm",
-            "rmsnorm",
-            "dyt",
-        ),
+        "norms": ("layernorm", "layernorm_simple", "detachnorm", "adanorm"),
         "out": "{scale}-tuned",
         "overrides": [],
         "make": "make reproduce-tuned",

@@ -14,16 +14,20 @@ from pathlib import Path
 from typing import Optional
 
 from ...files import atomic_write_bytes
+from ...make_report import provider_for
 from ...report.aggregate import NORM_LABELS, Cell, Grid, data_sentence, fmt
-from ...report.claims import margins_sentence
+from ...report.baselines import baselines_table, compute_all
+from ...report.claims import margins_sentence, settings
 from ...report.record import read as read_record
 from ...report.roles import reported
 from ...report.runs import Run, find_runs
 from ...report.tables import Table
+from ...report.trained import gate, gate_with, mark, untrained_sentence
 from . import findings_record
 from .family import Member, apply, build, family_table
 from .findings import findings
 from .findings_text import findings_table, sign_table, summary_lines
+from .tuned_lr_table import lr_grid_table
 from .tuned_protocol import (  # noqa: F401  (the protocol, re-exported for the report's callers)
     EXTEND,
     FINISHED,
@@ -42,49 +46,6 @@ def _as_default(runs: list[Run]) -> list[Run]:
     return [Run(r.path, r.config, {**r.summary, "setting": {}}, r._curves) for r in runs]
 
 
-def lr_grid_table(sw: Sweep) -> Table:
-    grids = {key: sw.lrs(key) for key in sw.keys()}
-    names = [
-        f"{f:.2f}×" for f in sorted({sw.factor(k, lr) for k, lrs in grids.items() for lr in lrs})
-    ]
-    t = Table(
-        "lr_grid",
-        "Learning-rate grid: seed 1's validation score at each lr",
-        ["task", "norm", "preset lr", *names, "chosen lr"],
-    )
-    for key, lrs in grids.items():
-        points, cells = sw.seed1(key), dict.fromkeys(names, "")
-        for lr in lrs:
-            r, name = points.get(lr), f"{sw.factor(key, lr):.2f}×"
-            if r is None or r.status not in FINISHED:
-                cells[name] = "–" if r is None else r.status
-            elif r.status == "diverged":
-                cells[name] = "Diverge"
-            else:
-                crit, v, _ = criterion(r)
-                cells[name] = (
-                    "–" if v is None else fmt(v, crit) + ("" if crit == r.metric else f" {crit}")
-                )
-        t.rows.append(
-            [
-                key[0],
-                NORM_LABELS.get(key[1], key[1]),
-                f"{sw.preset.get(key, float('nan')):g}",
-                *cells.values(),
-                sw.choice(key),
-            ]
-        )
-    t.caption = (
-        "Validation score (what selected each run's checkpoint: the task's metric, ↑/↓ as in the other "
-        "tables, or the validation loss, marked 'loss', for the tasks that select on it) of seed 1 at the preset lr times each factor; the chosen lr is the best of them (ties: "
-        "the one nearest the preset). Where the best sat at the planned grid's edge, the grid was widened by "
-        f"2× steps on that side (at most {sw.extend}); a blank cell = not part of that norm's grid. "
-        "Test scores take no part in the choice."
-    )
-    t.notes = [data_sentence(sw.grid)]
-    return t
-
-
 def signed_diff(own: Cell, fixed: Cell) -> str:
     """own − fixed in the metric's better direction (positive = the own lr is better)."""
     if fixed.mean is None or own.mean is None:
@@ -93,7 +54,8 @@ def signed_diff(own: Cell, fixed: Cell) -> str:
     return fmt(d, own.metric, signed=True) + (" (better)" if d > 0 else "")
 
 
-def tuned_table(sw: Sweep) -> Table:
+def tuned_table(sw: Sweep, trivial: Optional[dict] = None) -> Table:
+    """``trivial``: task -> its trivial baselines (compute_all), to mark the cells that did not train."""
     t = Table(
         "tuned",
         "Fixed lr (tuned on LayerNorm) vs each norm's own lr: test score",
@@ -109,6 +71,8 @@ def tuned_table(sw: Sweep) -> Table:
     for key in sw.keys():
         lr, base = sw.chosen(key), sw.preset.get(key)
         fixed, own = Cell(sw.runs_at(key, base)), Cell(sw.runs_at(key, lr))
+        for c in (fixed, own):
+            mark(c, (trivial or {}).get(key[0]) or {})
         t.rows.append(
             [
                 key[0],
@@ -203,7 +167,12 @@ def grid_factors() -> list[float]:
 def member_key(study: str, folder: Path, factors=None, extend=None) -> dict:
     """What a family member's rows depend on (findings_record): its run copies and, for the tuned
     study, the lr grid (``factors``, ``extend``: the folder's own by default)."""
-    key = {"study": study, "runs": findings_record.runs_digest(Path(folder) / "runs")}
+    key = {
+        "study": study,
+        "runs": findings_record.runs_digest(Path(folder) / "runs"),
+        # what decides which cells trained and which tasks learn (the baselines come from the data)
+        "gate": {k: settings()[k] for k in ("trained_margin", "not_learning") if k in settings()},
+    }
     if study == "tuned":
         key["factors"] = list(grid_factors() if factors is None else factors)
         key["extend"] = recorded_extend(folder) if extend is None else extend
@@ -218,9 +187,11 @@ def member_findings(study: str, folder: Path) -> list:
     if recorded is not None:
         return recorded
     runs = find_runs([Path(folder) / "runs"])
+    provider = provider_for(runs)
     if study == "tuned":
-        return findings(Grid(tuned_runs(Sweep(runs, grid_factors(), recorded_extend(folder)))))
-    return findings(Grid(reported(runs)))
+        sw = Sweep(runs, grid_factors(), recorded_extend(folder))
+        return findings(gate_with(Grid(tuned_runs(sw)), provider))
+    return findings(gate_with(Grid(reported(runs)), provider))
 
 
 def write_tuned_report(
@@ -236,9 +207,20 @@ def write_tuned_report(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     sw = Sweep(runs, factors, extend)
-    tables = [lr_grid_table(sw), tuned_table(sw)]
-    tuned_grid = Grid(tuned_runs(sw))
-    fixed_f, tuned_f = findings(Grid(fixed_runs(sw))), findings(tuned_grid)
+    provider = provider_for(runs)
+    tuned_grid, fixed_grid = Grid(tuned_runs(sw)), Grid(fixed_runs(sw))
+    # cells first: the baselines of every task of the study, the tuned and fixed cells gated on them
+    base = compute_all(sw.grid, provider)
+    for g in (tuned_grid, fixed_grid):
+        gate(g, {c: base[c] for c in g.columns if c in base})
+    untrained = [
+        f"{at}: {s}"
+        for at, g in (("At the preset lr", fixed_grid), ("At each norm's own lr", tuned_grid))
+        if (s := untrained_sentence(g))
+    ]
+    tables = [lr_grid_table(sw), tuned_table(sw, {c.split("@")[0]: b for c, b in base.items()})]
+    tables[1].notes[:0] = untrained
+    fixed_f, tuned_f = findings(fixed_grid), findings(tuned_grid)
     fam = (
         build(tuned_f, member, member_findings, fallback={"fixed": fixed_f})
         if member is not None
@@ -264,6 +246,9 @@ def write_tuned_report(
             family_table(fam, data_sentence(sw.grid)),
             sign_table(fam, data_sentence(sw.grid)),
         ]
+    tables.append(
+        baselines_table(tuned_grid, {c: base[c] for c in tuned_grid.columns if c in base})
+    )
     paths = [p for t in tables for p in t.write(out)]
     key = member_key("tuned", member, factors, extend) if member is not None else None
     paths.append(findings_record.write(out, tuned_f, key))

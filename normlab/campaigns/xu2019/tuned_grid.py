@@ -66,9 +66,8 @@ class Grid(Study):
                 first = Job(task, norm, None, self.a.select_seed)
                 out.append(first)
                 base = self.preset(task, norm)
-                later_seeds = len(self.a.eval_seeds) + sum(
-                    not self.summary(Job(task, norm, None, s)) for s in self.a.eval_seeds
-                )
+                # the evaluation seeds at an own lr; those at the preset are the fixed study's
+                later_seeds = len(self.a.eval_seeds)
                 if base is None or not self.summary(first):
                     self.unnamed[task] = (
                         self.unnamed.get(task, 0) + len(self.a.factors) + later_seeds

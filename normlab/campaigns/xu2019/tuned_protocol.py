@@ -9,6 +9,7 @@ import math
 from typing import Callable, Optional
 
 from ...report.aggregate import Grid
+from ...report.norm_cards import sort_key as norm_sort_key
 from ...report.roles import reported, selection_seeds
 from ...report.runs import Run
 from ...rundir import criterion as summary_criterion
@@ -136,11 +137,10 @@ class Sweep:
         )
 
     def keys(self) -> list[tuple[str, str]]:
-        order = {n: i for i, n in enumerate(TUNED_NORMS)}
         cols = self.grid.columns
         return sorted(
             self.by,
-            key=lambda k: (cols.index(k[0]) if k[0] in cols else 99, order.get(k[1], 99), k[1]),
+            key=lambda k: (cols.index(k[0]) if k[0] in cols else 99, norm_sort_key(k[1])),
         )
 
     def runs_at(self, key, lr: Optional[float]) -> list[Run]:
