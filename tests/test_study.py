@@ -499,3 +499,36 @@ def test_a_run_root_with_a_comma_reaches_the_job_as_one_path(tmp_path):
     overrides = OverridesParser.create().parse_overrides(cmd[3:])
     (path,) = [o for o in overrides if o.key_or_group == "paths.root"]
     assert not path.is_sweep_override() and path.value() == str(root)
+
+
+def test_a_selection_run_of_an_older_preset_chooses_nothing(tmp_path):
+    # the tuned grid's seed-1 runs are a record across commits, but only at the preset they were
+    # trained at: a changed preset trains the selection again
+    import json
+
+    import yaml
+
+    from normlab.study.grid import FixedGrid, Job, without_lr
+
+    grid = FixedGrid(
+        ["enwik8"], ["layernorm"], [1], scale="mini", name="xu2019", root=tmp_path / "runs",
+        copies=tmp_path / "copies", commit="new", dirty=False, code=None,
+        roles={1: "selection"}, committed=tmp_path / "committed",
+    )  # fmt: skip
+    job = Job("enwik8", "layernorm", None, 1)
+    old = {"data": {"train_bytes": 40000}, "model": {"layers": 12}, "train": {"lr": 3e-3}}
+    d = tmp_path / "committed" / job.rel()
+    d.mkdir(parents=True)
+    (d / "config.yaml").write_text(yaml.safe_dump({"task": old}))
+    summary = {"status": "completed", "git_commit": "old", "seed_role": "selection"}
+    (d / "summary.json").write_text(json.dumps(summary))
+    assert grid.summary(job)  # no preset known: the record stands
+    new = {"data": {"train_bytes": 0}, "model": {"layers": 4}, "train": {"lr": 2e-3}}
+    for preset, done in ((new, False), ({**old, "train": {"lr": 1e-3}}, True)):
+        grid = FixedGrid(
+            ["enwik8"], ["layernorm"], [1], scale="mini", name="xu2019",
+            root=tmp_path / "runs", copies=tmp_path / "copies", commit="new", dirty=False,
+            code=None, roles={1: "selection"}, committed=tmp_path / "committed",
+        )  # fmt: skip
+        grid.presets = {"enwik8": without_lr(preset)}  # the lr is the job's, not the preset's
+        assert bool(grid.summary(job)) is done, preset
