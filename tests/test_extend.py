@@ -76,7 +76,11 @@ def _train_and_report(tmp_path, env, norm, tasks, label):
         tmp_path,
         env,
     )
-    rows = [line for line in (out / "summary.md").read_text().splitlines() if label in line]
+    rows = [
+        line
+        for line in (out / "summary.md").read_text().splitlines()
+        if line.startswith(f"| {label} |")
+    ]
     assert len(rows) == 1 and rows[0].count("(1)") == len(tasks), rows
 
 

@@ -149,7 +149,9 @@ def test_smoke_reproduction_writes_every_output_and_shows_divergence(tmp_path, d
     assert rows["norm"] == ["norm", "rt acc↑", "rt (paper)", "synthetic_cls acc↑"]
     assert rows["LayerNorm"][3].endswith("(1)") and "Diverge" not in rows["LayerNorm"][3]
     assert rows["LayerNorm (diverge_loss=100.0, lr=1000000.0)"][3] == "Diverge (1/1)"
-    assert rows["LayerNorm"][1].endswith("(2)") and " ± " in rows["LayerNorm"][1]  # seeds 2 and 3
+    # seeds 2 and 3; at smoke scale RT stays at its majority class, and the cell says so
+    rt_cell = rows["LayerNorm"][1]
+    assert rt_cell.endswith("(2); did not train") and " ± " in rt_cell
     assert rows["LayerNorm"][2] == "77.21" and rows["w/o Norm"][1] == "–"
     runs = list(csv.DictReader((res / "runs.csv").read_text().splitlines()))
     assert len([r for r in runs if r["task"] != "caption"]) == 8

@@ -1,5 +1,5 @@
 """normlab.report.stats against textbook values: Holm and Benjamini-Hochberg on Benjamini &
-Hochberg's example, the paired t-test on Student's sleep data, TOST by its two one-sided tests,
+Hochberg's example, the superiority (paired t) and non-inferiority tests on Student's sleep data,
 the minimum detectable effect against Cohen's sample size, and the sign test as exact binomials."""
 
 import math
@@ -8,7 +8,7 @@ import pytest
 from scipy import stats as sps
 from statsmodels.stats.power import TTestPower
 
-from normlab.report.stats import adjust, bh, holm, mde, paired, sign_test
+from normlab.report.stats import NONINFERIOR, SUPERIOR, adjust, bh, by_form, holm, mde, sign_test
 
 # Benjamini & Hochberg (1995), section 4: the 15 p-values of their example. At 0.05 Bonferroni and
 # Holm reject the 3 smallest, BH the 4 smallest (their text).
@@ -74,8 +74,9 @@ def test_adjust_skips_rows_without_a_test():
     assert b[0] == pytest.approx(0.02) and b[2] == pytest.approx(0.04)
 
 
-def test_paired_t_on_students_sleep_data():
-    r = paired(SLEEP_1, SLEEP_2)
+def test_superiority_is_the_paired_t_on_students_sleep_data():
+    d = [a - b for a, b in zip(SLEEP_1, SLEEP_2)]
+    r = by_form(d, SUPERIOR, None)
     # R: t.test(extra ~ group, data = sleep, paired = TRUE): t = -4.0621, df = 9, p-value = 0.002833,
     # mean difference -1.58
     assert r.n == 10 and r.diff == pytest.approx(-1.58)
@@ -83,29 +84,24 @@ def test_paired_t_on_students_sleep_data():
     # 90% CI: mean ± t(0.95, 9) * sd / sqrt(10), sd of the differences 1.2300
     half = 1.833113 * 1.229995 / math.sqrt(10)
     assert r.ci90 == pytest.approx((-1.58 - half, -1.58 + half), abs=1e-5)
-    assert r.p_tost is None  # no margin, no equivalence test
 
 
-def test_tost_is_the_larger_of_two_one_sided_tests():
-    d = [a - b for a, b in zip(SLEEP_1, SLEEP_2)]
-    for margin in (1.0, 2.5, 4.0):
-        r = paired(SLEEP_1, SLEEP_2, margin)
-        lower = sps.ttest_1samp([x + margin for x in d], 0.0, alternative="greater").pvalue
-        upper = sps.ttest_1samp([x - margin for x in d], 0.0, alternative="less").pvalue
-        assert r.p_tost == pytest.approx(max(lower, upper), rel=1e-9)
-    # equivalence at 0.05 exactly when the 90% CI lies inside ±margin
-    lo, hi = paired(SLEEP_1, SLEEP_2).ci90
-    assert (
-        paired(SLEEP_1, SLEEP_2, abs(lo) + 1e-6).p_tost
-        < 0.05
-        < paired(SLEEP_1, SLEEP_2, abs(lo) - 1e-3).p_tost
-    )
-    assert hi < 0
+def test_non_inferiority_is_one_sided_against_minus_the_margin():
+    d = [b - a for a, b in zip(SLEEP_1, SLEEP_2)]  # drug 2 - drug 1: mean +1.58
+    for m in (0.0, 0.5, 2.0):
+        r = by_form(d, NONINFERIOR, m)
+        # R: t.test(d, mu = -m, alternative = "greater")
+        ref = sps.ttest_1samp([x + m for x in d], 0.0, alternative="greater")
+        assert r.p == pytest.approx(ref.pvalue, rel=1e-12) and r.t == pytest.approx(ref.statistic)
+    # at m = 0 it is the one-sided paired t: half the two-sided p of 0.002833
+    assert by_form(d, NONINFERIOR, 0.0).p == pytest.approx(0.002833 / 2, abs=1e-6)
+    # a non-inferiority claim without a margin has no test
+    assert by_form(d, NONINFERIOR, None).p is None
 
 
-def test_paired_without_spread_or_pairs_has_no_test():
-    assert paired([1.0, 2.0], [0.0, 1.0]).p is None  # every difference 1.0: sd 0
-    assert paired([1.0], [0.0]).p is None and paired([1.0], [0.0]).n == 1
+def test_a_row_without_spread_or_pairs_has_no_test():
+    assert by_form([1.0, 1.0], SUPERIOR, 0.1).p is None  # every difference 1.0: sd 0
+    assert by_form([1.0], SUPERIOR, 0.1).p is None and by_form([1.0], SUPERIOR, 0.1).n == 1
 
 
 def test_mde_against_cohens_sample_size_and_statsmodels():
@@ -124,6 +120,12 @@ def test_mde_against_cohens_sample_size_and_statsmodels():
     crit = sps.t.isf(0.05 / 200, 1)
     assert sps.nct.sf(crit, 1, d * math.sqrt(2)) == pytest.approx(0.8, abs=1e-6)
     assert mde(1, 1.0, 0.05) is None
+    # one-sided (non-inferiority): statsmodels' alternative="larger"
+    for n, alpha in ((5, 0.05), (10, 0.01)):
+        assert mde(n, 1.0, alpha, sides=1) == pytest.approx(
+            TTestPower().solve_power(nobs=n, alpha=alpha, power=0.8, alternative="larger"),
+            rel=1e-5,
+        )
 
 
 def test_sign_test_exact_binomial_two_sided():

@@ -81,7 +81,7 @@ def test_every_report_output_says_which_cells_did_not_train(tmp_path):
     assert "did not train" in summary and "Did not train (" in summary
     findings = (out / "findings.md").read_text()
     row = next(r for r in findings.splitlines() if "AdaNorm > LayerNorm | enwik8" in r)
-    assert "| did not train | did not train | did not train |" in row
+    assert "| A > B | did not train | did not train |" in row
     family = (out / "family.md").read_text()
     # two tested rows (LN-simple vs LN and the overfitting row have no rise here: no curves)
     assert "AdaNorm" not in family

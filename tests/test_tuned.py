@@ -163,10 +163,9 @@ def test_tuned_comparison_end_to_end_and_continued_from_copies(tmp_path, data_di
             for d in (copies / norm).rglob("seed1")
         }
         row = rows[("synthetic_cls", label)]
-        assert (
-            len(vals) == sum(1 for c in row[3:-1] if c) >= 5
-        )  # the preset lr, four factors (+ widening)
-        chosen, preset = float(row[-1].split()[0]), float(row[2])
+        # the preset lr, four factors (+ widening); then the chosen lr and the other criterion's
+        assert len(vals) == sum(1 for c in row[3:-2] if c) >= 5
+        chosen, preset = float(row[-2].split()[0]), float(row[2])
         chosen_dir = copies / norm / ("seed1" if chosen == preset else f"lr={chosen:g}/seed1")
         expected += len(vals) + (1 if chosen == preset else 2)
         assert vals[chosen_dir] == max(vals.values())  # the best validation score was chosen
@@ -218,7 +217,7 @@ def test_a_session_whose_first_jobs_all_fail_stops_and_says_where_to_look(tmp_pa
             "--tasks",
             "rt",
             "--norms",
-            "none,layernorm,layernorm_simple,detachnorm",
+            "layernorm,layernorm_simple,detachnorm,adanorm",
             "--jobs",
             "1",
             "--root",

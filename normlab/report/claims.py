@@ -25,7 +25,8 @@ def settings() -> dict:
 
 
 def margin(metric: Optional[str]) -> Optional[float]:
-    """The TOST margin of ``metric`` (acc, bleu, bpc, uas, loss, rise); None when none is declared."""
+    """The margin of ``metric`` (acc, bleu, bpc, uas, loss, gap): the smallest effect of interest;
+    None when none is declared."""
     m = settings()["margins"].get(metric or "")
     return None if m is None else float(m)
 
@@ -47,10 +48,11 @@ def margins_sentence() -> str:
         "bpc": "bpc",
         "uas": "UAS points",
         "loss": "nats",
-        "rise": "percentage points of valid-loss rise",
+        "gap": "nats of generalization gap",
     }
     return (
-        "Equivalence margins (normlab/configs/study/claims.yaml): "
+        "Margins, the smallest effects of interest (normlab/configs/study/claims.yaml, each with "
+        "its reason): "
         + ", ".join(f"±{v:g} {units.get(k, k)}" for k, v in settings()["margins"].items())
         + "."
     )

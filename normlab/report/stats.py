@@ -1,11 +1,12 @@
 """The statistics of the findings, from scipy and statsmodels (tests/test_stats.py checks each
 against a textbook value).
 
-- ``paired``: a claim compares two norms on the seeds both completed. The runs of one seed share
-  their training subset, data order and the initialization of the parameters the norms share, so
-  the difference is taken seed by seed and tested with a paired t-test (two-sided: a claim may
-  fail either way), with its 90% confidence interval, the TOST equivalence test against the
-  metric's margin (statsmodels ``ttost_paired``) and the minimum detectable effect at 80% power.
+- A claim compares two norms on the seeds both completed. The runs of one seed share their
+  training subset, data order and the initialization of the parameters the norms share, so the
+  difference is taken seed by seed (a paired design) and tested as one sample of differences.
+- ``by_form``: one test per claim row, chosen by the claim's form: "A ≥ B" is a non-inferiority
+  test at the margin (one-sided, H0: the difference is at most -margin), "A > B" a two-sided
+  superiority test, both t-tests of the per-seed differences, with the 90% CI.
 - ``adjust``: Holm (family-wise error) and Benjamini-Hochberg (false discovery rate) over one
   family of tests (statsmodels ``multipletests``).
 - ``sign_test``: across tasks, is A better on more tasks than a coin would be? Only the sign of each
@@ -19,61 +20,64 @@ import statistics
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-import numpy as np
 from scipy import optimize, stats
 from statsmodels.stats.multitest import multipletests
-from statsmodels.stats.weightstats import ttost_paired
+
+NONINFERIOR, SUPERIOR = "non-inferiority", "superiority"
 
 
 @dataclass
-class Paired:
-    n: int  # seeds both norms completed
-    diff: float  # mean of a - b
-    sd: float  # sample std of the per-seed differences
-    t: Optional[float] = None
-    p: Optional[float] = None  # two-sided paired t-test
-    ci90: Optional[tuple[float, float]] = None
-    p_tost: Optional[float] = None  # equivalence within ±margin
+class RowTest:
+    """One claim row's test of the per-seed differences d (positive = as claimed)."""
+
+    form: str  # NONINFERIOR or SUPERIOR
+    n: int
+    diff: float  # mean of d
+    sd: float  # sample std of d
     margin: Optional[float] = None
+    t: Optional[float] = None
+    p: Optional[float] = None  # non-inferiority: one-sided against -margin; superiority: two-sided
+    ci90: Optional[tuple[float, float]] = None
 
 
-def paired(a: Sequence[float], b: Sequence[float], margin: Optional[float] = None) -> Paired:
-    """Paired tests of a - b (matched by position). With fewer than 2 pairs or no spread of the
-    differences the tests are undefined and left None."""
-    d = [x - y for x, y in zip(a, b)]
+def by_form(d: Sequence[float], form: str, margin: Optional[float]) -> RowTest:
+    """The test of a claim row's differences ``d`` by the claim's form. Undefined (None) with fewer
+    than 2 differences, no spread, or a non-inferiority claim without a margin."""
     n = len(d)
-    out = Paired(
+    out = RowTest(
+        form,
         n,
         statistics.fmean(d) if d else math.nan,
         statistics.stdev(d) if n >= 2 else math.nan,
-        margin=margin,
+        margin,
     )
-    if n < 2 or out.sd == 0:
+    if n < 2 or out.sd == 0 or (form == NONINFERIOR and margin is None):
         return out
-    res = stats.ttest_rel(a, b)
+    if form == NONINFERIOR:
+        res = stats.ttest_1samp(d, -margin, alternative="greater")
+    else:
+        res = stats.ttest_1samp(d, 0.0)
     out.t, out.p = float(res.statistic), float(res.pvalue)
     half = stats.t.ppf(0.95, n - 1) * out.sd / math.sqrt(n)
     out.ci90 = (float(out.diff - half), float(out.diff + half))
-    if margin is not None:
-        out.p_tost = float(
-            ttost_paired(np.asarray(a, float), np.asarray(b, float), -margin, margin)[0]
-        )
     return out
 
 
-def mde(n: int, sd: float, alpha: float, power: float = 0.8) -> Optional[float]:
-    """The smallest true mean difference a two-sided paired t-test of n pairs detects with the
-    given power at level alpha, for differences of standard deviation sd."""
+def mde(n: int, sd: float, alpha: float, power: float = 0.8, sides: int = 2) -> Optional[float]:
+    """The smallest true mean difference (beyond the null's boundary) a paired t-test of n pairs
+    detects with the given power at level alpha, for differences of standard deviation sd;
+    ``sides``: 2 for a two-sided test, 1 for a one-sided one (non-inferiority)."""
     if n < 2 or not math.isfinite(sd) or sd == 0:
         return None
-    # The power of the two-sided paired t-test from scipy's noncentral t. statsmodels' TTestPower
-    # gives the same (tests/test_stats.py) but returns NaN for the effect sizes (10-1000 sd) that 2-3
-    # pairs at a corrected alpha need, and its solve_power stops at 10.
-    df, crit = n - 1, float(stats.t.isf(alpha / 2, n - 1))
+    # The power of the paired t-test from scipy's noncentral t. statsmodels' TTestPower gives the
+    # same (tests/test_stats.py) but returns NaN for the effect sizes (10-1000 sd) that 2-3 pairs at
+    # a corrected alpha need, and its solve_power stops at 10.
+    df, crit = n - 1, float(stats.t.isf(alpha / sides, n - 1))
 
     def short(d):
         nc = d * math.sqrt(n)
-        upper, lower = float(stats.nct.sf(crit, df, nc)), float(stats.nct.cdf(-crit, df, nc))
+        upper = float(stats.nct.sf(crit, df, nc))
+        lower = float(stats.nct.cdf(-crit, df, nc)) if sides == 2 else 0.0
         return (
             (upper if math.isfinite(upper) else 1.0)
             + (lower if math.isfinite(lower) else 0.0)

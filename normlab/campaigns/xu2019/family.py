@@ -1,19 +1,18 @@
-"""One declared family of tests for every finding of a scale's studies.
+"""The family of tests Holm adjusts: the primary family, declared before the runs.
 
-A reader of the findings scans every claim of every study, so the multiple-comparison corrections
-run over all of them together: for each member study of claims.yaml's ``family`` (the fixed-lr
-grid, the tuned grid, the pre-norm study), every claim row's two-sided paired t-test and its TOST
-equivalence test, and each claim's sign test across tasks. Whichever member's report is written,
-the other members' tests are recomputed from their committed run copies, so every findings table
-of the scale is adjusted over the same family. A report of runs that belong to no member (a user's
-own sweep) is its own family, and says so.
+The primary family (claims.yaml ``primary``) is every tested claim row of the primary study's
+results folder (the fixed-lr study: one test per task and claim). Holm adjusts those rows only, and
+each row's minimum detectable effect is at the family's strictest level, alpha / m. The rows of the
+other studies (tuned, pre-norm, placement) and the sign tests across tasks are secondary: their
+verdicts are uncorrected and labelled exploratory. A report of runs that belong to no declared
+study (a user's own sweep) adjusts its own rows together and says that it is its own family.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 from ...report import stats as S
 from ...report.claims import settings
@@ -22,67 +21,42 @@ from .findings import CLAIMS, Finding
 
 
 @dataclass
-class Member:
-    study: str
-    folder: str  # e.g. results/mini; "" for a report outside the family
-    findings: list[Finding]
-    signs: dict = field(default_factory=dict)  # claim key -> sign test (wins, n, p, p_holm, p_bh)
-
-
-@dataclass
 class Family:
-    members: list[Member]
-    declared: bool
-    size: int = 0
-    absent: list[str] = field(default_factory=list)
-
-    def member(self, study: str) -> Optional[Member]:
-        return next((m for m in self.members if m.study == study), None)
+    study: str  # the study whose rows these are ("this report" outside the declared folders)
+    rows: list[Finding]
+    primary: bool  # these rows are adjusted together (the primary family, or a report's own)
+    declared: bool  # the declared primary family (claims.yaml), not a report's own
+    size: int = 0  # m: the tested rows Holm adjusts over (0 for secondary rows)
+    signs: dict = field(default_factory=dict)  # claim key -> exploratory sign test across tasks
 
 
 def sign_tests(fs: list[Finding]) -> dict[str, dict]:
-    """Per claim: the two-sided sign test over tasks of the mean difference (positive = as claimed).
-    Rows without a difference (divergence, a cell that did not train) are counted in "skipped";
-    rows of a task outside the overfitting or the learning regime are left out."""
+    """Per claim: the two-sided sign test over tasks of the mean difference (positive = as
+    claimed); rows without a difference (untested, divergence) are counted in "skipped"."""
     out = {}
     for claim in CLAIMS:
-        mine = [
-            f
-            for f in fs
-            if f.claim is claim and f.decided not in ("outside the regime", "not learning")
-        ]
+        mine = [f for f in fs if f.claim is claim]
         if mine:
-            res = S.sign_test([f.diff for f in mine if f.diff is not None])
-            res["skipped"] = sum(f.diff is None for f in mine)
+            res = S.sign_test([f.diff for f in mine if f.diff is not None and not f.decided])
+            res["skipped"] = sum(f.diff is None or bool(f.decided) for f in mine)
             out[claim.key] = res
     return out
 
 
-def apply(members: list[Member], declared: bool, absent: list[str] = ()) -> Family:
-    """Adjust every test of ``members`` together; set each row's MDE at the family's alpha / m."""
-    slots: list[tuple[object, str, float]] = []
-    for m in members:
-        m.signs = sign_tests(m.findings)
-        for f in m.findings:
-            if f.decided:
-                continue
-            slots += [(f, "p", f.p)] + ([(f, "tost", f.p_tost)] if f.p_tost is not None else [])
-        slots += [(s, "sign", s["p"]) for s in m.signs.values() if s["p"] is not None]
-    holm, bh = S.adjust([p for _, _, p in slots])
-    for (obj, kind, _), h, b in zip(slots, holm, bh):
-        if kind == "p":
-            obj.p_holm, obj.p_bh = h, b
-        elif kind == "tost":
-            obj.tost_holm, obj.tost_bh = h, b
-        else:
-            obj["p_holm"], obj["p_bh"] = h, b
-    size = len(slots)
+def apply(study: str, rows: list[Finding], primary: bool, declared: bool) -> Family:
+    """Adjust ``rows`` by Holm when they are a family (``primary``), and set each tested row's
+    MDE: at alpha / m for a family, at alpha for a secondary row; one-sided for non-inferiority."""
     cfg = settings()
-    for m in members:
-        for f in m.findings:
-            if not f.decided and size:
-                f.mde = S.mde(f.n, f.sd, cfg["alpha"] / size, cfg["power"])
-    return Family(members, declared, size, list(absent))
+    tested = [f for f in rows if not f.decided and f.p is not None]
+    holm = S.holm([f.p for f in tested]) if primary and tested else [None] * len(tested)
+    for f, h in zip(tested, holm):
+        f.primary, f.p_holm = primary, h
+    size = len(tested) if primary else 0
+    level = cfg["alpha"] / size if size else cfg["alpha"]
+    for f in tested:
+        sides = 1 if f.claim.form == S.NONINFERIOR else 2
+        f.mde = S.mde(f.n, f.sd, level, cfg["power"], sides)
+    return Family(study, rows, primary, declared, size, sign_tests(rows))
 
 
 def folders(scale: str) -> dict[str, str]:
@@ -91,7 +65,7 @@ def folders(scale: str) -> dict[str, str]:
 
 
 def locate(folder: Path) -> Optional[tuple[str, str]]:
-    """(study, scale) of a results folder the family declares, from its name; None otherwise.
+    """(study, scale) of a results folder the claims file declares, from its name; None otherwise.
     The longest template suffix is tried first: results/mini-tuned is the tuned study at mini, not
     the fixed one at scale "mini-tuned"."""
     folder = Path(folder)
@@ -106,57 +80,35 @@ def locate(folder: Path) -> Optional[tuple[str, str]]:
     return None
 
 
-# study, its results folder -> its claim rows from the committed run copies (tuned.member_findings):
-# passed in, so this module needs none of the studies' report code
-Loader = Callable[[str, Path], list[Finding]]
-
-
-def build(
-    own: list[Finding], folder: Optional[Path], load: Loader, fallback: Optional[dict] = None
-) -> Family:
-    """The family of the report written for results ``folder`` with rows ``own``. ``fallback``:
-    study -> rows to use for a member whose folder has no runs (the tuned report's preset-lr rows
-    stand in for the fixed study's)."""
+def build(own: list[Finding], folder: Optional[Path], study: Optional[str] = None) -> Family:
+    """The family of the report written for results ``folder`` with rows ``own``: the primary
+    family when ``folder`` is the primary study's, secondary rows for another declared study's
+    (``study`` names it when the folder's name does not), its own family outside them."""
     where = locate(folder) if folder is not None else None
-    if where is None:
-        return apply([Member("this report", "", own)], declared=False)
-    study, scale = where
-    members, absent = [], []
-    root = Path(folder).parent
-    for s, name in folders(scale).items():
-        path = root / Path(name).name
-        if s == study:
-            members.append(Member(s, name, own))
-        elif (path / "runs").is_dir():
-            members.append(Member(s, name, load(s, path)))
-        elif fallback and s in fallback:
-            members.append(Member(s, f"{name} (absent: this folder's own runs)", fallback[s]))
-        else:
-            absent.append(name)
-    return apply(members, declared=True, absent=absent)
+    name = study or (where[0] if where else None)
+    if name is None:
+        return apply("this report", own, primary=True, declared=False)
+    primary = name == settings()["primary"]
+    return apply(name, own, primary=primary, declared=True)
 
 
 def family_sentence(fam: Family) -> str:
-    """The family's members and size in one sentence, for every findings caption."""
-
-    def tests(m: Member) -> int:
-        rows = [f for f in m.findings if not f.decided]
+    """Which tests Holm adjusts, in one sentence, for every findings caption."""
+    if fam.primary and fam.declared:
         return (
-            len(rows)
-            + sum(f.p_tost is not None for f in rows)
-            + sum(s["p"] is not None for s in m.signs.values())
+            f"Primary family (declared in normlab/configs/study/claims.yaml before the runs): the "
+            f"{fam.size} tested rows of the {fam.study} study, one test each, adjusted by Holm; "
+            "every other study's rows and the sign tests across tasks are secondary (exploratory)."
         )
-
-    kind = (
-        "declared family (normlab/configs/study/claims.yaml)"
-        if fam.declared
-        else "family (this report only)"
-    )
+    if fam.primary:
+        return (
+            f"These runs belong to no study of normlab/configs/study/claims.yaml: Holm adjusts this "
+            f"report's own {fam.size} tested rows as one family."
+        )
     return (
-        f"The {kind}, m = {fam.size} tests: "
-        + "; ".join(f"{m.study} ({m.folder or 'these runs'}) {tests(m)}" for m in fam.members)
-        + (f"; absent: {', '.join(fam.absent)}" if fam.absent else "")
-        + " (family table)."
+        f"Secondary: the {fam.study} study is not the primary study "
+        f"({settings()['primary']}), so its verdicts are uncorrected and exploratory; the MDE is "
+        "at alpha."
     )
 
 
@@ -164,54 +116,37 @@ def family_table(fam: Family, data: str = "") -> Table:
     """``data``: the caption sentence naming this report's data (aggregate.data_sentence)."""
     t = Table(
         "family",
-        "The family of tests every correction runs over",
+        "The family of tests Holm adjusts",
         [
             "study",
-            "folder",
+            "family",
             "claim rows",
-            "paired t-tests",
-            "TOST tests",
-            "sign tests",
-            "rows without a test",
+            "tested",
+            "untested (did not train, not learning, ...)",
+            "m",
         ],
     )
-    for m in fam.members:
-        tested = [f for f in m.findings if not f.decided]
-        t.rows.append(
-            [
-                m.study,
-                m.folder or "–",
-                str(len(m.findings)),
-                str(len(tested)),
-                str(sum(f.p_tost is not None for f in tested)),
-                str(sum(s["p"] is not None for s in m.signs.values())),
-                str(len(m.findings) - len(tested)),
-            ]
-        )
+    tested = [f for f in fam.rows if not f.decided and f.p is not None]
+    kind = (
+        "primary (declared)"
+        if fam.primary and fam.declared
+        else "this report's own"
+        if fam.primary
+        else "secondary (exploratory)"
+    )
     t.rows.append(
         [
-            "all",
-            "",
-            str(sum(len(m.findings) for m in fam.members)),
-            "",
-            "",
-            "",
-            f"m = {fam.size} tests",
+            fam.study,
+            kind,
+            str(len(fam.rows)),
+            str(len(tested)),
+            str(len(fam.rows) - len(tested)),
+            str(fam.size) if fam.primary else "–",
         ]
     )
-    how = (
-        "declared in normlab/configs/study/claims.yaml (family): every study's tests are recomputed from its "
-        "committed run copies whichever member's report is written"
-        if fam.declared
-        else "these runs belong to no study of normlab/configs/study/claims.yaml, so the family is this report's "
-        "own tests"
-    )
-    t.caption = (
-        f"Holm and Benjamini-Hochberg adjust all m = {fam.size} tests together: {how}. "
-        "Rows decided without a test (divergence, a cell that did not train, outside the overfitting "
-        "or the learning regime, fewer than 2 paired "
-        "seeds) are not in the family."
-        + (f" Absent members (no runs yet): {', '.join(fam.absent)}." if fam.absent else "")
+    t.caption = family_sentence(fam) + (
+        " Rows decided without a test (a cell that did not train, a task not learning, divergence, "
+        "fewer than 2 paired seeds) are not in the family."
     )
     t.notes = [data] if data else []
     return t

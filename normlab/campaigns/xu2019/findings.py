@@ -1,24 +1,19 @@
 """Does each claim of Xu et al. (2019) hold in our runs? One row per claim and task.
 
-A claim compares two norms, "A better than B" (or, for overfitting, "A's valid loss rises more
-after its minimum than B's"). Each row pairs the two norms' runs by seed (the runs of one seed share
-their training subset, data order and the initialization of the parameters both norms have) and
-tests the per-seed differences (stats.paired): a two-sided paired t-test, its 90% confidence
-interval, and the TOST equivalence test against the metric's margin (claims.yaml). Holm and
-Benjamini-Hochberg adjust both tests of every row, and the sign tests across tasks, over one
-declared family (family.py), which also fixes the minimum detectable effect (80% power at the
-family's strictest level alpha/m). Each corrected verdict is one of
-- better (larger, for the rise): the difference test passes in the claimed direction;
-- worse (smaller): it passes in the opposite direction;
-- equivalent: the difference lies within ±margin (TOST passes);
-- inconclusive: neither: the design cannot tell, which is not "no difference".
-A strict claim ("A > B") holds where the verdict is better; a no-worse claim ("A ≥ B") is supported
-where it is better or equivalent and refuted where it is worse. A norm that diverged in every run
-while the other completed decides the row without a test; a task outside the overfitting regime
-(overfit.py) has no row test for that claim. Cells first: a row where either norm did not train
-(report.trained: not clearly better than the task's trivial baselines), or whose task is declared
-outside the learning regime at its scale (claims.yaml ``not_learning``), has no test and is not in
-the family.
+A claim compares two norms (normlab/configs/study/claims.yaml ``claims``). Each row pairs the two
+norms' runs by seed (the runs of one seed share their training subset, data order and the
+initialization of the parameters both norms have) and tests the per-seed differences, signed so
+that positive is as claimed, with one test chosen by the claim's form (stats.by_form):
+- "A ≥ B" (non-inferiority): one-sided, H0: the difference is at most -margin. *non-inferior* when
+  it is rejected; *inferior* only when the 90% CI lies wholly below -margin; else *unresolved*.
+- "A > B" (superiority): two-sided. *better* / *worse* when it rejects in / against the claimed
+  direction (*larger* / *smaller* for the generalization gap); *equivalent* when it does not and
+  the 90% CI lies within ±margin (reported as such, never counted as refuted); else *unresolved*.
+The rows of the primary study (claims.yaml ``primary``) are one family, adjusted by Holm
+(family.py); every other row is secondary: its verdict is uncorrected and labelled exploratory.
+Cells first: a row where either norm did not train (report.trained), or whose task is declared
+outside the learning regime at its scale (claims.yaml ``not_learning``), has no test. A norm that
+diverged in every run while the other completed decides the row without a test.
 """
 
 from __future__ import annotations
@@ -29,7 +24,7 @@ from typing import Optional
 from ...report import stats as S
 from ...report.aggregate import NORM_LABELS, Cell, Grid, fmt
 from ...report.claims import margin, not_learning, settings
-from ...report.overfit import in_regime, regime_label, valid_rise
+from ...report.overfit import gap_at_step, last_valid_step
 from . import published as P
 
 
@@ -39,65 +34,32 @@ class Claim:
     text: str
     a: str
     b: str
-    strict: bool  # "A > B" (must be shown) rather than "A >= B" (must not be refuted)
-    measure: str  # "metric" (test metric) or "rise" (valid-loss rise after its minimum, %)
+    form: str  # stats.NONINFERIOR ("A ≥ B") or stats.SUPERIOR ("A > B")
+    measure: str  # "metric" (test metric) or "gap" (generalization gap at a common step, nats)
     source: str
 
+    @property
+    def strict(self) -> bool:
+        return self.form == S.SUPERIOR
 
-CLAIMS = [
-    Claim(
-        "ln_simple_no_worse",
-        "Bias and gain do not help: LayerNorm-simple ≥ LayerNorm",
-        "layernorm_simple",
-        "layernorm",
-        False,
-        "metric",
-        "Table 1",
-    ),
-    Claim(
-        "ln_overfits",
-        "Bias and gain overfit: LayerNorm's valid loss rises more after its minimum than "
-        "LayerNorm-simple's",
-        "layernorm",
-        "layernorm_simple",
-        True,
-        "rise",
-        "Enwiki8 figure",
-    ),
-    Claim(
-        "derivatives_matter",
-        "The derivatives of mean and variance matter: LayerNorm-simple > DetachNorm",
-        "layernorm_simple",
-        "detachnorm",
-        True,
-        "metric",
-        "Table 2",
-    ),
-    Claim(
-        "var_derivative_matters_more",
-        "The variance derivative matters more than the mean's: "
-        "Detach mean only > Detach variance only",
-        "detach_mean",
-        "detach_var",
-        True,
-        "metric",
-        "poster text (papers.md §1.1)",
-    ),
-    # The paper claims AdaNorm *improves* on LayerNorm (abstract; better on 7 of 8 in Table 3), so strict.
-    Claim(
-        "adanorm_improves",
-        "AdaNorm improves on LayerNorm: AdaNorm > LayerNorm",
-        "adanorm",
-        "layernorm",
-        True,
-        "metric",
-        "Table 3",
-    ),
-]
-SUPPORTS = {"better", "larger"}
+
+def _claims() -> list[Claim]:
+    out = []
+    for c in settings()["claims"]:
+        if c["form"] not in (S.NONINFERIOR, S.SUPERIOR) or c["measure"] not in ("metric", "gap"):
+            raise ValueError(
+                f"normlab/configs/study/claims.yaml: claim {c.get('key')!r}: form must be "
+                f"{S.NONINFERIOR} or {S.SUPERIOR}, measure metric or gap"
+            )
+        out.append(Claim(**{k: c[k] for k in Claim.__dataclass_fields__}))
+    return out
+
+
+CLAIMS = _claims()
+SUPPORTS = {"better", "larger", "non-inferior"}
+AGAINST = {"worse", "smaller", "inferior"}
 # verdicts of rows that were not tested: they count neither for nor against a claim
-UNTESTED = ("outside the regime", "no test", "too few runs", "did not train", "not learning")
-AGAINST = {"worse", "smaller"}
+UNTESTED = ("no test", "too few runs", "did not train", "not learning")
 
 
 @dataclass
@@ -107,60 +69,94 @@ class Finding:
     unit: str = ""
     sentence: str = ""
     decided: str = (
-        ""  # a verdict without a test: divergence, did not train, outside a regime, too few runs
+        ""  # a verdict without a test: divergence, did not train, not learning, too few runs
     )
     n: int = 0  # seeds both norms completed: the pairs tested
     n_a: int = 0
     n_b: int = 0
-    diff: Optional[float] = (
-        None  # mean paired difference, in the claim's direction: positive = as claimed
-    )
+    # mean paired difference, in the claim's direction: positive = as claimed
+    diff: Optional[float] = None
     sd: Optional[float] = None
     t: Optional[float] = None
-    p: Optional[float] = None  # two-sided paired t-test
+    p: Optional[float] = None  # the row's test (by the claim's form), uncorrected
     ci90: Optional[tuple] = None
     margin: Optional[float] = None
-    p_tost: Optional[float] = None
     paper: str = "–"
-    # set by family.apply: adjusted over the declared family, and the MDE at its strictest level
+    corr: Optional[float] = None  # between-norm correlation of the paired values over seeds
+    # set by family.apply: Holm over the primary family (None: a secondary row), and the MDE at its
+    # strictest level (alpha / m; alpha for a secondary row)
+    primary: bool = False
     p_holm: Optional[float] = None
-    p_bh: Optional[float] = None
-    tost_holm: Optional[float] = None
-    tost_bh: Optional[float] = None
     mde: Optional[float] = None
     notes: list = field(default_factory=list)
 
     def verdict(self, kind: str = "holm") -> str:
-        """The verdict with the p-values of ``kind``: "raw", "holm" or "bh"."""
+        """The verdict with Holm's p ("holm"; a secondary row has none and uses its own) or the
+        uncorrected one ("raw")."""
         if self.decided:
             return self.decided
-        p, pt = {
-            "raw": (self.p, self.p_tost),
-            "holm": (self.p_holm, self.tost_holm),
-            "bh": (self.p_bh, self.tost_bh),
-        }[kind]
+        p = self.p_holm if kind == "holm" and self.p_holm is not None else self.p
         alpha = settings()["alpha"]
-        up, down = ("larger", "smaller") if self.claim.measure == "rise" else ("better", "worse")
+        if self.claim.form == S.NONINFERIOR:
+            if p is not None and p < alpha:
+                return "non-inferior"
+            if self.ci90 is not None and self.margin is not None and self.ci90[1] < -self.margin:
+                return "inferior"
+            return "unresolved"
+        up, down = ("larger", "smaller") if self.claim.measure == "gap" else ("better", "worse")
         if p is not None and p < alpha:
             return up if self.diff > 0 else down
-        if pt is not None and pt < alpha:
+        if (
+            self.ci90 is not None
+            and self.margin is not None
+            and -self.margin < self.ci90[0]
+            and self.ci90[1] < self.margin
+        ):
             return "equivalent"
-        return "inconclusive"
+        return "unresolved"
+
+    def shown(self) -> str:
+        """The verdict as the tables print it: a secondary row's is labelled exploratory."""
+        v = self.verdict("holm")
+        return v if self.primary or v in UNTESTED or self.decided else f"{v} (exploratory)"
 
 
-def _values(cell: Cell, claim: Claim) -> dict[int, float]:
-    """seed -> the measure, over the completed runs that have it."""
+def _values(cell: Cell, claim: Claim, steps: Optional[dict] = None) -> dict[int, float]:
+    """seed -> the measure, over the completed runs that have it; the gap at ``steps[seed]``."""
     if claim.measure == "metric":
         return {r.seed: r.value for r in cell.runs if r.value is not None}
-    return {r.seed: v for r in cell.runs if (v := valid_rise(r)) is not None}
+    steps = steps or {}
+    return {
+        r.seed: v
+        for r in cell.runs
+        if r.status == "completed" and (v := gap_at_step(r, steps.get(r.seed))) is not None
+    }
+
+
+def _common_steps(A: Cell, B: Cell) -> dict[int, int]:
+    """seed -> the last evaluation step both norms' completed runs of that seed have."""
+    last = {}
+    for cell in (A, B):
+        for r in cell.runs:
+            if r.status == "completed" and (s := last_valid_step(r)) is not None:
+                last.setdefault(r.seed, []).append(s)
+    return {seed: min(v) for seed, v in last.items() if len(v) == 2}
 
 
 def _paper(claim: Claim, task: str) -> str:
-    if claim.measure == "rise":
+    if claim.measure == "gap":
         return "shown (Enwiki8 figure)" if task == "enwik8" else "–"
     if not P.has_published(task):
         return "–"
     return P.improvement_text(task, claim.a, claim.b)
+
+
+def _corr(xs: list[float], ys: list[float]) -> Optional[float]:
+    import statistics
+
+    if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
+        return None
+    return float(statistics.correlation(xs, ys))
 
 
 def evaluate(grid: Grid, claim: Claim, column: str) -> Optional[Finding]:
@@ -169,9 +165,10 @@ def evaluate(grid: Grid, claim: Claim, column: str) -> Optional[Finding]:
     if not A.runs or not B.runs:
         return None
     metric, hib = grid.metric(column)
-    unit = metric if claim.measure == "metric" else "rise"
-    sign = 1.0 if (claim.measure == "rise" or hib) else -1.0
-    va, vb = _values(A, claim), _values(B, claim)
+    unit = metric if claim.measure == "metric" else "gap"
+    sign = 1.0 if (claim.measure == "gap" or hib) else -1.0
+    steps = _common_steps(A, B) if claim.measure == "gap" else None
+    va, vb = _values(A, claim, steps), _values(B, claim, steps)
     la, lb = NORM_LABELS.get(claim.a, claim.a), NORM_LABELS.get(claim.b, claim.b)
     f = Finding(
         claim, column, unit, n_a=len(va), n_b=len(vb), paper=_paper(claim, column.split("@")[0])
@@ -191,14 +188,12 @@ def evaluate(grid: Grid, claim: Claim, column: str) -> Optional[Finding]:
     if untrained:
         f.decided, f.sentence = "did not train", "; ".join(untrained) + ": no test"
         return f
-    if claim.measure == "rise" and in_regime(grid, column) is False:
-        f.decided, f.sentence = "outside the regime", regime_label(grid, column) + ": no test"
-        return f
     if not va or not vb:
+        against, for_ = ("inferior", "non-inferior") if not claim.strict else ("worse", "better")
         if A.count("diverged") and not va and vb:
-            f.decided, f.sentence = "worse", f"{la} diverged in every run, {lb} did not{div}"
+            f.decided, f.sentence = against, f"{la} diverged in every run, {lb} did not{div}"
         elif B.count("diverged") and not vb and va:
-            f.decided, f.sentence = "better", f"{lb} diverged in every run, {la} did not{div}"
+            f.decided, f.sentence = for_, f"{lb} diverged in every run, {la} did not{div}"
         else:
             f.decided, f.sentence = (
                 "no test",
@@ -207,47 +202,49 @@ def evaluate(grid: Grid, claim: Claim, column: str) -> Optional[Finding]:
         return f
     seeds = sorted(set(va) & set(vb))
     unpaired = sorted(set(va) ^ set(vb))
-    pr = S.paired([sign * va[s] for s in seeds], [sign * vb[s] for s in seeds], margin(unit))
-    f.n, f.diff, f.sd, f.t, f.p, f.ci90, f.margin, f.p_tost = (
-        pr.n,
-        pr.diff,
-        pr.sd,
-        pr.t,
-        pr.p,
-        pr.ci90,
-        pr.margin,
-        pr.p_tost,
+    xa, xb = [sign * va[s] for s in seeds], [sign * vb[s] for s in seeds]
+    row = S.by_form([x - y for x, y in zip(xa, xb)], claim.form, margin(unit))
+    f.n, f.diff, f.sd, f.t, f.p, f.ci90, f.margin = (
+        row.n,
+        row.diff,
+        row.sd,
+        row.t,
+        row.p,
+        row.ci90,
+        row.margin,
     )
+    f.corr = _corr(xa, xb)
     what = (
         f"{la} − {lb} = {fmt(f.diff, unit, signed=True)} {unit}"
         if claim.measure == "metric"
-        else f"rise({la}) − rise({lb}) = {f.diff:+.2f} percentage points"
+        else f"gap({la}) − gap({lb}) = {f.diff:+.3f} nats at the last common evaluation"
     )
-    if claim.measure == "metric" and not hib and pr.n:
+    if claim.measure == "metric" and not hib and row.n:
         what += " (sign flipped: positive = lower " + unit + ")"
     left = (
         f"; seed(s) {', '.join(map(str, unpaired))} left out: completed by one norm only"
         if unpaired
         else ""
     )
-    if pr.n < 2:
+    if row.n < 2:
         f.decided = "too few runs"
         f.sentence = (
-            f"too few paired seeds for a test (n = {pr.n}); {what}{left}{div}"
-            if pr.n
+            f"too few paired seeds for a test (n = {row.n}); {what}{left}{div}"
+            if row.n
             else f"no seed completed by both norms{left}{div}"
         )
-        if not pr.n:
+        if not row.n:
             f.diff = None
         return f
-    if pr.p is None:
+    if row.p is None:
         f.decided, f.sentence = (
             "no test",
             f"no spread of the per-seed differences, the t-test is undefined "
-            f"(n = {pr.n}); {what}{left}{div}",
+            f"(n = {row.n}); {what}{left}{div}",
         )
         return f
-    f.sentence = f"{what}; paired t = {f.t:.2f}, n = {pr.n} seeds{left}{div}"
+    test = "one-sided against −margin" if claim.form == S.NONINFERIOR else "two-sided"
+    f.sentence = f"{what}; paired t = {f.t:.2f} ({test}), n = {row.n} seeds{left}{div}"
     return f
 
 

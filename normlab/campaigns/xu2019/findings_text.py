@@ -1,11 +1,13 @@
-"""The findings in words and as a table: verdicts after Holm, after BH and uncorrected, each row's
-interval, margin and minimum detectable effect, and what the design can and cannot resolve."""
+"""The findings in words and as a table: each row's verdict (after Holm in the primary family,
+uncorrected and exploratory elsewhere), its interval, margin and minimum detectable effect, and
+what the design can and cannot resolve."""
 
 from __future__ import annotations
 
 import math
 from typing import Optional
 
+from ...report import stats as S
 from ...report.aggregate import Grid, data_sentence, fmt
 from ...report.claims import margins_sentence, settings
 from ...report.tables import Table
@@ -16,13 +18,7 @@ from .findings import AGAINST, CLAIMS, SUPPORTS, UNTESTED, Finding
 def _num(x: Optional[float], unit: str, signed: bool = False) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "–"
-    return (
-        f"{x:+.2f}"
-        if unit == "rise" and signed
-        else f"{x:.2f}"
-        if unit == "rise"
-        else fmt(x, unit, signed)
-    )
+    return fmt(x, "loss" if unit == "gap" else unit, signed)
 
 
 def p_text(p: Optional[float]) -> str:
@@ -30,26 +26,27 @@ def p_text(p: Optional[float]) -> str:
 
 
 def method(fam: Family) -> str:
+    """The caption in the NeurIPS checklist's terms: what varies between runs, the test and its
+    assumption, what the ± and the CI are, n, alpha and m."""
     a, power = settings()["alpha"], settings()["power"]
     return (
-        f"Method: per claim and task, the two norms' runs paired by seed (a seed fixes the training subset, the "
-        f"data order and the initialization of the parameters both norms have) and the per-seed differences "
-        f"tested: a two-sided paired t-test (scipy.stats.ttest_rel) and a TOST equivalence test against the "
-        f"metric's margin (statsmodels ttost_paired), alpha = {a}. Holm (family-wise error) and "
-        f"Benjamini-Hochberg (false discovery rate) adjust all m = {fam.size} tests of the family table together "
-        f"(every row's two tests, every claim's two-sided sign test across tasks). Verdict: 'better' / 'worse' "
-        f"('larger' / 'smaller' for the valid-loss rise) = the difference test passes in / against the claimed "
-        f"direction; 'equivalent' = TOST passes (the 90% CI lies within ±margin); 'inconclusive' = neither, which "
-        f"says the runs cannot tell, not that there is no difference. 'ours' = mean per-seed difference in the "
-        f"claim's direction (positive = as claimed) with its 90% CI; 'MDE' = the true difference the paired t-test "
-        f"would detect with {power:.0%} power at alpha / m (Holm's strictest step), from the observed spread. "
-        f"The overfitting claim is tested on the valid-loss rise after its minimum (overfitting table), in "
-        f"percentage points; a task whose LayerNorm valid loss does not rise is outside the regime. "
-        f"Cells first: a row where either norm 'did not train' (its mean test metric not clearly better "
-        f"than the task's best trivial baseline; baselines table) or whose task is 'not learning' at "
-        f"its scale (normlab/configs/study/claims.yaml) has no test and is not in the family. "
-        f"{margins_sentence()} Test metric: each run's best-validation checkpoint. 'paper' = the published "
-        f"difference in the same direction (Tables 1-3)."
+        "Method: per claim and task, the two norms' runs paired by seed; the seed is the source of "
+        "variability (parameter initialization, data order and, where a task trains on a seeded "
+        "subset, the subset), shared by both norms' runs of a seed. One test per row by the claim's "
+        f"form, a t-test of the n per-seed differences (assumed independent across seeds and about "
+        f"normal; scipy.stats.ttest_1samp): 'A ≥ B' non-inferiority, one-sided against −margin "
+        f"(verdict non-inferior; inferior only when the 90% CI lies wholly below −margin); 'A > B' "
+        f"superiority, two-sided (better / worse, larger / smaller for the gap; equivalent when not "
+        f"significant and the 90% CI lies within ±margin, which is not a refutation). alpha = {a}. "
+        "'ours' = mean per-seed difference in the claim's direction (positive = as claimed), '90% "
+        "CI' its t interval (from the SD of the differences), 'r' the correlation of the two norms' "
+        "values over seeds (what pairing gains), 'MDE' the true difference the row's test would "
+        f"detect with {power:.0%} power at alpha / m (alpha for a secondary row), from the observed SD. "
+        "The overfitting claim is tested on the generalization gap (valid loss minus the mean train "
+        "loss of the last 10% of steps before it) at the last evaluation both runs have, the same "
+        "step for both norms. "
+        f"{margins_sentence()} Test metric: each run's best-validation checkpoint. 'paper' = the "
+        "published difference in the same direction (Tables 1-3)."
     )
 
 
@@ -60,19 +57,17 @@ def findings_table(grid: Grid, fs: list[Finding], fam: Family, study: str = "thi
         [
             "claim",
             "task",
-            "verdict (Holm)",
-            "verdict (BH)",
+            "form",
+            "verdict",
             "uncorrected",
             "n",
             "ours",
             "90% CI",
             "margin",
+            "r",
             "MDE",
             "p",
             "p Holm",
-            "p BH",
-            "p TOST",
-            "TOST Holm",
             "paper",
             "detail",
         ],
@@ -87,30 +82,27 @@ def findings_table(grid: Grid, fs: list[Finding], fam: Family, study: str = "thi
             [
                 f.claim.text,
                 f.column,
-                f.verdict("holm"),
-                f.verdict("bh"),
+                "A ≥ B" if f.claim.form == S.NONINFERIOR else "A > B",
+                f.shown(),
                 f.verdict("raw"),
                 str(f.n),
                 _num(f.diff, f.unit, True),
                 ci,
                 "–" if f.margin is None else f"±{f.margin:g}",
+                "–" if f.corr is None else f"{f.corr:+.2f}",
                 _num(f.mde, f.unit),
                 p_text(f.p),
                 p_text(f.p_holm),
-                p_text(f.p_bh),
-                p_text(f.p_tost),
-                p_text(f.tost_holm),
                 f.paper,
                 f.sentence,
             ]
         )
     t.caption = method(fam) + " " + family_sentence(fam)
-    member = fam.member(study)
-    if member and member.signs:
+    if fam.signs:
         text = {c.key: c.text.split(":")[0] for c in CLAIMS}
         t.caption += (
-            " Across tasks (two-sided sign tests, adjusted in the family; sign_tests table): "
-            + "; ".join(f"{text[k]}: {sign_sentence(r)}" for k, r in member.signs.items())
+            " Across tasks (two-sided sign tests, exploratory; sign_tests table): "
+            + "; ".join(f"{text[k]}: {sign_sentence(r)}" for k, r in fam.signs.items())
             + "."
         )
     t.notes = [data_sentence(grid, sorted({f.column for f in fs}, key=grid.columns.index))]
@@ -126,29 +118,38 @@ def _counts(mine: list[Finding], kind: str) -> str:
     )
 
 
+def resolves(f) -> Optional[bool]:
+    """Whether a row's test detects, with the stated power, the effect the claim is about: a
+    difference of the margin's size for superiority, no difference at all (0 against −margin) for
+    non-inferiority. None without an MDE."""
+    if f.mde is None or f.margin is None:
+        return None
+    return f.mde <= f.margin
+
+
 def resolution(mine: list[Finding]) -> str:
-    """Which rows the design can resolve: MDE at most the margin (an effect of the margin's size
-    would be detected with the stated power)."""
-    rows = [f for f in mine if f.mde is not None and f.margin is not None]
+    rows = [f for f in mine if resolves(f) is not None]
     if not rows:
         return "no row has a minimum detectable effect (too few paired seeds)"
-    ok = [f.column for f in rows if f.mde <= f.margin]
+    ok = [f.column for f in rows if resolves(f)]
     mdes = ", ".join(f"{f.column} {_num(f.mde, f.unit)} (±{f.margin:g})" for f in rows)
     return (
-        f"resolves a difference of its margin's size on {len(ok)} of {len(rows)} tasks"
+        f"resolves an effect of its margin's size on {len(ok)} of {len(rows)} tasks"
         + (f" ({', '.join(ok)})" if ok else "")
         + f"; MDE (margin): {mdes}"
     )
 
 
-def outcome(mine: list[Finding], strict: bool, kind: str = "holm") -> str:
-    """The claim's standing in one clause: supported / refuted / unresolved task counts."""
-    verdicts = [f.verdict(kind) for f in mine if f.verdict(kind) not in UNTESTED]
-    support = sum(v in SUPPORTS or (not strict and v == "equivalent") for v in verdicts)
-    against = sum(v in AGAINST or (strict and v == "equivalent") for v in verdicts)
+def outcome(mine: list, strict: bool = True, kind: str = "holm") -> str:
+    """The claim's standing in one clause: supported / refuted / equivalent / unresolved task
+    counts (``strict`` is kept for callers; the verdicts already carry the claim's form)."""
+    verdicts = [v for f in mine if (v := f.verdict(kind)) not in UNTESTED]
+    support = sum(v.split(" (")[0] in SUPPORTS for v in verdicts)
+    against = sum(v.split(" (")[0] in AGAINST for v in verdicts)
+    equal = sum(v.split(" (")[0] == "equivalent" for v in verdicts)
     return (
-        f"supported on {support}, refuted on {against}, unresolved on {len(verdicts) - support - against} "
-        f"of {len(verdicts)} tested tasks"
+        f"supported on {support}, refuted on {against}, equivalent on {equal}, unresolved on "
+        f"{len(verdicts) - support - against - equal} of {len(verdicts)} tested tasks"
     )
 
 
@@ -156,57 +157,57 @@ def sign_sentence(res: Optional[dict]) -> str:
     if not res or not res["n"]:
         return "sign test: no tasks with a mean difference"
     return (
-        f"as claimed on {res['wins']} of {res['n']} tasks (sign test, two-sided p = {p_text(res['p'])}, "
-        f"Holm {p_text(res.get('p_holm'))}, BH {p_text(res.get('p_bh'))})"
+        f"as claimed on {res['wins']} of {res['n']} tasks (sign test, two-sided p = "
+        f"{p_text(res['p'])}, exploratory)"
     )
 
 
 def summary_lines(fs: list[Finding], fam: Family, study: str) -> list[str]:
-    """One plain sentence per claim: its standing and verdict counts after Holm, BH and uncorrected,
-    the sign test, and what the design can resolve."""
-    member = fam.member(study)
-    signs = member.signs if member else {}
+    """One plain sentence per claim: its standing, verdict counts, the sign test across tasks, and
+    what the design can resolve."""
     lines = []
+    how = (
+        f"after Holm over the primary family's {fam.size} tests"
+        if fam.primary and fam.declared
+        else f"after Holm over this report's {fam.size} tests"
+        if fam.primary
+        else "uncorrected, exploratory (a secondary study)"
+    )
     for claim in CLAIMS:
         mine = [f for f in fs if f.claim is claim]
         if not mine:
             continue
         lines.append(
-            f"- {claim.text} [{claim.source}]: after Holm over the family's {fam.size} tests, "
-            f"{outcome(mine, claim.strict)} ({_counts(mine, 'holm')}). After BH: {_counts(mine, 'bh')}. "
-            f"Uncorrected: {_counts(mine, 'raw')}. Across tasks: {sign_sentence(signs.get(claim.key))}. "
-            f"The design {resolution(mine)}."
+            f"- {claim.text} [{claim.source}]: {how}, {outcome(mine)} ({_counts(mine, 'holm')}). "
+            f"Uncorrected: {_counts(mine, 'raw')}. Across tasks: "
+            f"{sign_sentence(fam.signs.get(claim.key))}. The design {resolution(mine)}."
         )
     return lines
 
 
 def sign_table(fam: Family, data: str = "") -> Table:
-    """Each member's sign test per claim: on how many tasks the mean difference went the claimed way."""
+    """Per claim: on how many tasks the mean difference went the claimed way (exploratory)."""
     text = {c.key: c.text for c in CLAIMS}
     t = Table(
         "sign_tests",
-        "Across tasks: sign tests of every claim in the family",
-        ["study", "claim", "as claimed", "tasks", "skipped", "p (two-sided)", "p Holm", "p BH"],
+        "Across tasks: sign tests of every claim (exploratory)",
+        ["study", "claim", "as claimed", "tasks", "skipped", "p (two-sided)"],
     )
-    for m in fam.members:
-        for key, res in m.signs.items():
-            t.rows.append(
-                [
-                    m.study,
-                    text[key],
-                    str(res["wins"]),
-                    str(res["n"]),
-                    str(res.get("skipped", 0)),
-                    p_text(res["p"]),
-                    p_text(res.get("p_holm")),
-                    p_text(res.get("p_bh")),
-                ]
-            )
+    for key, res in fam.signs.items():
+        t.rows.append(
+            [
+                fam.study,
+                text[key],
+                str(res["wins"]),
+                str(res["n"]),
+                str(res.get("skipped", 0)),
+                p_text(res["p"]),
+            ]
+        )
     t.caption = (
         "Exact binomial sign test over tasks of each claim's mean per-seed difference (positive = as "
-        "claimed; ties, rows decided by divergence, rows with a cell that did not train and tasks outside "
-        "the overfitting or the learning regime are left out, "
-        f"'skipped'), two-sided, adjusted with the rest of the family (m = {fam.size})."
+        "claimed; ties and untested rows are left out, 'skipped'), two-sided. Secondary: not in the "
+        "primary family, not adjusted, exploratory."
     )
     t.notes = [data] if data else []
     return t

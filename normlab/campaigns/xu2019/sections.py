@@ -11,12 +11,12 @@ from ...report.aggregate import Grid, data_sentence
 from ...report.report import Findings
 from ...report.tables import Table
 from . import findings_record
-from .family import build, family_table, locate
+from .family import build, family_table
 from .findings import findings
 from .findings_text import findings_table, method, sign_table, summary_lines
 from .paper_figures import PAPER_FIGURES, paper_figure
 from .paper_tables import TABLES, paper_tables
-from .tuned import member_findings, member_key
+from .tuned import member_key
 
 
 class Xu2019:
@@ -30,19 +30,17 @@ class Xu2019:
         fs = findings(grid)
         if not fs:
             return Findings()
-        fam = build(fs, member, member_findings)
-        where = locate(member) if member is not None else None
-        study = where[0] if where else "this report"
-        # a member's record counts for another folder's family only when this report read the
-        # runs as member_findings does (no setting axis)
-        key = member_key(study, member) if where and not grid.axis else None
+        fam = build(fs, member)
+        # a folder's record counts for another report only when this report read the runs as
+        # member_findings does (no setting axis)
+        key = member_key(fam.study, member) if fam.declared and not grid.axis else None
         return Findings(
             [
-                findings_table(grid, fs, fam, study),
+                findings_table(grid, fs, fam, fam.study),
                 family_table(fam, data_sentence(grid)),
                 sign_table(fam, data_sentence(grid)),
             ],
-            summary_lines(fs, fam, study),
+            summary_lines(fs, fam, fam.study),
             method(fam),
             lambda out: [findings_record.write(out, fs, key)],
         )

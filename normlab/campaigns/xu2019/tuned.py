@@ -24,7 +24,7 @@ from ...report.runs import Run, find_runs
 from ...report.tables import Table
 from ...report.trained import gate, gate_with, mark, untrained_sentence
 from . import findings_record
-from .family import Member, apply, build, family_table
+from .family import Family, apply, build, family_sentence, family_table, folders, locate
 from .findings import findings
 from .findings_text import findings_table, sign_table, summary_lines
 from .tuned_lr_table import lr_grid_table
@@ -113,37 +113,40 @@ def fixed_runs(sw: Sweep) -> list[Run]:
     )
 
 
-def survives_table(fixed: list, tuned: list, size: int) -> Table:
+def fixed_family(member: Optional[Path], own: list) -> Family:
+    """The fixed-lr rows the tuned ones are read against: the primary family of the fixed study's
+    folder beside ``member`` (its committed runs) when there is one, else this folder's own
+    preset-lr rows, exploratory."""
+    if member is not None and (where := locate(member)) is not None:
+        fixed = Path(member).parent / Path(folders(where[1])["fixed"]).name
+        if (fixed / "runs").is_dir():
+            return build(member_findings("fixed", fixed), fixed)
+    return apply("fixed (this folder's preset-lr runs)", own, primary=False, declared=False)
+
+
+def survives_table(fixed: Family, tuned: Family) -> Table:
     t = Table(
         "survives",
         "Do the paper's claims survive lr tuning?",
-        ["claim", "task", "fixed lr (Holm)", "fixed diff", "own lr (Holm)", "own diff"],
+        ["claim", "task", "fixed lr", "fixed diff", "own lr", "own diff"],
     )
-    by = {(f.claim.key, f.column): f for f in fixed}
+    by = {(f.claim.key, f.column): f for f in fixed.rows}
 
     def diff(f):
         if f is None or f.diff is None:
             return "–"
-        return f"{f.diff:+.2f}" if f.unit == "rise" else fmt(f.diff, f.unit, signed=True)
+        return fmt(f.diff, "loss" if f.unit == "gap" else f.unit, signed=True)
 
-    for g in tuned:
+    for g in tuned.rows:
         f = by.get((g.claim.key, g.column))
         t.rows.append(
-            [
-                g.claim.text,
-                g.column,
-                f.verdict("holm") if f else "–",
-                diff(f),
-                g.verdict("holm"),
-                diff(g),
-            ]
+            [g.claim.text, g.column, f.shown() if f else "–", diff(f), g.shown(), diff(g)]
         )
     t.caption = (
-        "Each claim's verdict after Holm correction with every norm at the preset lr (fixed: the fixed-lr "
-        "study's rows) and at its own chosen lr; 'diff' = mean paired difference in the claimed direction "
-        f"(positive = as claimed). Both columns are adjusted over the same family of m = {size} tests "
-        "(family table, findings method); '–' = no fixed-lr row for that claim and task. "
-        + margins_sentence()
+        f"Each claim's verdict with every norm at the preset lr (fixed: {family_sentence(fixed)}) "
+        f"and at its own chosen lr ({family_sentence(tuned)}); 'diff' = mean paired difference in "
+        "the claimed direction (positive = as claimed); '–' = no fixed-lr row for that claim and "
+        "task. " + margins_sentence()
     )
     return t
 
@@ -220,29 +223,16 @@ def write_tuned_report(
     ]
     tables = [lr_grid_table(sw), tuned_table(sw, {c.split("@")[0]: b for c, b in base.items()})]
     tables[1].notes[:0] = untrained
-    fixed_f, tuned_f = findings(fixed_grid), findings(tuned_grid)
-    fam = (
-        build(tuned_f, member, member_findings, fallback={"fixed": fixed_f})
-        if member is not None
-        else None
-    )
-    if (
-        fam is None or fam.member("tuned") is None
-    ):  # not a declared member: its own rows and preset-lr rows are the family
-        fam = apply(
-            [
-                Member("tuned", "", tuned_f),
-                Member("fixed", "(this folder's preset-lr runs)", fixed_f),
-            ],
-            False,
-        )
-    fixed_f = fam.member("fixed").findings if fam.member("fixed") else fixed_f
+    tuned_f = findings(tuned_grid)
+    # the tuned study is secondary (exploratory) when it is the declared one; a user's is its own
+    fam = build(tuned_f, member, study="tuned" if member is not None else None)
+    fixed_fam = fixed_family(member, findings(fixed_grid))
     if tuned_f:
         ft = findings_table(tuned_grid, tuned_f, fam, "tuned")
         ft.key, ft.title = "tuned_findings", "Findings with every norm at its own chosen lr"
         tables += [
             ft,
-            survives_table(fixed_f, tuned_f, fam.size),
+            survives_table(fixed_fam, fam),
             family_table(fam, data_sentence(sw.grid)),
             sign_table(fam, data_sentence(sw.grid)),
         ]
@@ -263,15 +253,15 @@ def write_tuned_report(
         "",
     ]
     parts += [t.markdown() + "\n" for t in tables]
-    for label, study, fs in (
-        ("every norm at the preset lr", "fixed", fixed_f),
-        ("every norm at its own chosen lr", "tuned", tuned_f),
+    for label, f in (
+        ("every norm at the preset lr", fixed_fam),
+        ("every norm at its own chosen lr", fam),
     ):
-        if fs:  # the sign test across tasks sits beside the per-task verdicts, as in the fixed-lr report
+        if f.rows:  # the sign test across tasks sits beside the per-task verdicts, as in the fixed-lr report
             parts += [
                 f"### The claims across tasks, {label}",
                 "",
-                *summary_lines(fs, fam, study),
+                *summary_lines(f.rows, f, f.study),
                 "",
             ]
     if caption:
