@@ -144,6 +144,8 @@ def outcome(mine: list, strict: bool = True, kind: str = "holm") -> str:
     """The claim's standing in one clause: supported / refuted / equivalent / unresolved task
     counts (``strict`` is kept for callers; the verdicts already carry the claim's form)."""
     verdicts = [v for f in mine if (v := f.verdict(kind)) not in UNTESTED]
+    if not verdicts:
+        return f"no tested task ({len(mine)} untested)"
     support = sum(v.split(" (")[0] in SUPPORTS for v in verdicts)
     against = sum(v.split(" (")[0] in AGAINST for v in verdicts)
     equal = sum(v.split(" (")[0] == "equivalent" for v in verdicts)
