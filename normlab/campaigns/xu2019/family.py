@@ -17,7 +17,7 @@ from typing import Optional
 from ...report import stats as S
 from ...report.claims import settings
 from ...report.tables import Table
-from .findings import CLAIMS, Finding
+from .findings import CLAIMS, Finding, look_sizes
 
 
 @dataclass
@@ -48,14 +48,19 @@ def apply(study: str, rows: list[Finding], primary: bool, declared: bool) -> Fam
     MDE: at alpha / m for a family, at alpha for a secondary row; one-sided for non-inferiority."""
     cfg = settings()
     tested = [f for f in rows if not f.decided and f.p is not None]
-    holm = S.holm([f.p for f in tested]) if primary and tested else [None] * len(tested)
+    # a family's rows may gain seeds (claims.yaml sequential): Holm over their look-adjusted p
+    ps = [f.p_seq if f.p_seq is not None else f.p for f in tested]
+    holm = S.holm(ps) if primary and tested else [None] * len(tested)
     for f, h in zip(tested, holm):
         f.primary, f.p_holm = primary, h
     size = len(tested) if primary else 0
-    level = cfg["alpha"] / size if size else cfg["alpha"]
+    sizes = look_sizes()
+    level = cfg["alpha"] / (size * len(sizes)) if size else cfg["alpha"]
     for f in tested:
         sides = 1 if f.claim.form == S.NONINFERIOR else 2
         f.mde = S.mde(f.n, f.sd, level, cfg["power"], sides)
+        if primary:
+            f.seeds_needed = S.seeds_to_resolve(f.sd, f.margin, level, sizes, sides, cfg["power"])
     return Family(study, rows, primary, declared, size, sign_tests(rows))
 
 

@@ -43,6 +43,12 @@ class Claim:
         return self.form == S.SUPERIOR
 
 
+def look_sizes() -> list[int]:
+    """The numbers of seeds at which a primary row is tested (claims.yaml ``sequential``)."""
+    q = settings()["sequential"]
+    return S.look_sizes(int(q["first"]), int(q["step"]), int(q["max_seeds"]))
+
+
 def _claims() -> list[Claim]:
     out = []
     for c in settings()["claims"]:
@@ -78,7 +84,8 @@ class Finding:
     diff: Optional[float] = None
     sd: Optional[float] = None
     t: Optional[float] = None
-    p: Optional[float] = None  # the row's test (by the claim's form), uncorrected
+    p: Optional[float] = None  # the row's test (by the claim's form) on every paired seed
+    p_seq: Optional[float] = None  # valid under adding seeds: K x the smallest p of the looks made
     ci90: Optional[tuple] = None
     margin: Optional[float] = None
     paper: str = "–"
@@ -86,8 +93,9 @@ class Finding:
     # set by family.apply: Holm over the primary family (None: a secondary row), and the MDE at its
     # strictest level (alpha / m; alpha for a secondary row)
     primary: bool = False
-    p_holm: Optional[float] = None
+    p_holm: Optional[float] = None  # Holm over the primary rows' p_seq
     mde: Optional[float] = None
+    seeds_needed: Optional[int] = None  # the first look whose MDE is at most the margin
     notes: list = field(default_factory=list)
 
     def verdict(self, kind: str = "holm") -> str:
@@ -214,6 +222,16 @@ def evaluate(grid: Grid, claim: Claim, column: str) -> Optional[Finding]:
         row.margin,
     )
     f.corr = _corr(xa, xb)
+    # the looks: seeds in the order they were added, a seed one norm did not complete included
+    run = sorted({r.seed for r in A.runs + B.runs if r.seed is not None})
+    f.p_seq = S.sequential_p(
+        [x - y for x, y in zip(xa, xb)],
+        claim.form,
+        margin(unit),
+        look_sizes(),
+        [run.index(s) for s in seeds],
+        len(run),
+    )
     what = (
         f"{la} − {lb} = {fmt(f.diff, unit, signed=True)} {unit}"
         if claim.measure == "metric"

@@ -12,7 +12,7 @@ from ...report.aggregate import Grid, data_sentence, fmt
 from ...report.claims import margins_sentence, settings
 from ...report.tables import Table
 from .family import Family, family_sentence
-from .findings import AGAINST, CLAIMS, SUPPORTS, UNTESTED, Finding
+from .findings import AGAINST, CLAIMS, SUPPORTS, UNTESTED, Finding, look_sizes
 
 
 def _num(x: Optional[float], unit: str, signed: bool = False) -> str:
@@ -23,6 +23,14 @@ def _num(x: Optional[float], unit: str, signed: bool = False) -> str:
 
 def p_text(p: Optional[float]) -> str:
     return "–" if p is None or math.isnan(p) else f"{p:.3g}"
+
+
+def _seeds(f: Finding) -> str:
+    """How many seeds the row's test needs to resolve an effect of the margin's size, by its MDE."""
+    if not f.primary or f.decided or f.p is None:
+        return "–"
+    last = look_sizes()[-1]
+    return f"> {last}" if f.seeds_needed is None else str(f.seeds_needed)
 
 
 def method(fam: Family) -> str:
@@ -41,7 +49,12 @@ def method(fam: Family) -> str:
         "'ours' = mean per-seed difference in the claim's direction (positive = as claimed), '90% "
         "CI' its t interval (from the SD of the differences), 'r' the correlation of the two norms' "
         "values over seeds (what pairing gains), 'MDE' the true difference the row's test would "
-        f"detect with {power:.0%} power at alpha / m (alpha for a secondary row), from the observed SD. "
+        f"detect with {power:.0%} power at its strictest level (alpha / (m K) in the primary family; "
+        "alpha for a secondary row), from the observed SD; 'seeds to resolve' the first look at "
+        "which that MDE reaches the margin. Seeds may be added to unresolved primary rows in looks "
+        f"of {', '.join(map(str, look_sizes()))} seeds (K = {len(look_sizes())}): 'p seq' = K x the "
+        "smallest p of the looks made (Bonferroni spending, valid however the adding stops), which "
+        "Holm adjusts. "
         "The overfitting claim is tested on the generalization gap (valid loss minus the mean train "
         "loss of the last 10% of steps before it) at the last evaluation both runs have, the same "
         "step for both norms. "
@@ -66,7 +79,9 @@ def findings_table(grid: Grid, fs: list[Finding], fam: Family, study: str = "thi
             "margin",
             "r",
             "MDE",
+            "seeds to resolve",
             "p",
+            "p seq",
             "p Holm",
             "paper",
             "detail",
@@ -91,7 +106,9 @@ def findings_table(grid: Grid, fs: list[Finding], fam: Family, study: str = "thi
                 "–" if f.margin is None else f"±{f.margin:g}",
                 "–" if f.corr is None else f"{f.corr:+.2f}",
                 _num(f.mde, f.unit),
+                _seeds(f),
                 p_text(f.p),
+                p_text(f.p_seq if f.primary else None),
                 p_text(f.p_holm),
                 f.paper,
                 f.sentence,
