@@ -74,3 +74,39 @@ def test_the_report_path_agrees_with_the_simulated_one():
     assert list(holm < ALPHA) == list(rejected[0])
     assert S.holm_rows(np.array([p_seq]))[0] == pytest.approx(holm)
     assert 0 < rejected.sum() < ni.size and len(set(used[0])) > 1
+
+
+def test_the_next_look_adds_seeds_to_the_norms_of_unresolved_rows_only(tmp_path):
+    """After the first look (seeds 2-6) the grid names seeds 7-11 for the norms of the primary rows
+    Holm leaves unresolved, and none for a row it resolved; nothing while a look is running."""
+    from test_report import make_run
+
+    from normlab.campaigns.xu2019.sequential_grid import SequentialGrid
+
+    grid = SequentialGrid(
+        ["rt", "mnist"], ["layernorm", "layernorm_simple"], [2, 3, 4, 5, 6],
+        max_seeds=10, scale="mini", name="xu2019", root=tmp_path / "runs",
+        copies=tmp_path / "copies", commit="c", dirty=False, code=None, roles={},
+        committed=tmp_path / "committed",
+    )  # fmt: skip
+    base = grid.jobs()
+    assert len(base) == 2 * 2 * 5 and grid.unresolved() is None  # nothing has run yet
+    noise = (0.3, -0.5, 0.1, 0.4, -0.2)
+    for seed, e in zip((2, 3, 4, 5, 6), noise):
+        # mnist: LayerNorm-simple clearly no worse (resolved); rt: a noisy tie (unresolved)
+        for task, a, b in (("mnist", 98.0 + e / 100, 97.0), ("rt", 75.0 + 2 * e, 75.0 - e)):
+            for norm, v in (("layernorm_simple", a), ("layernorm", b)):
+                d = make_run(tmp_path / "committed", task, norm, seed, v)
+                s = d / "summary.json"
+                s.write_text(s.read_text().replace('"completed"', '"completed", "git_commit": "c"'))
+    grid = SequentialGrid(
+        ["rt", "mnist"], ["layernorm", "layernorm_simple"], [2, 3, 4, 5, 6],
+        max_seeds=10, scale="mini", name="xu2019", root=tmp_path / "runs",
+        copies=tmp_path / "copies", commit="c", dirty=False, code=None, roles={},
+        committed=tmp_path / "committed",
+    )  # fmt: skip
+    jobs = grid.jobs()
+    added = [j for j in jobs if j.seed > 6]
+    assert {(j.task, j.norm) for j in added} == {("rt", "layernorm"), ("rt", "layernorm_simple")}
+    assert sorted({j.seed for j in added}) == [7, 8, 9, 10, 11]
+    assert grid.roles[11] == "evaluation" and grid.plan() == added

@@ -532,3 +532,35 @@ def test_a_selection_run_of_an_older_preset_chooses_nothing(tmp_path):
         )  # fmt: skip
         grid.presets = {"enwik8": without_lr(preset)}  # the lr is the job's, not the preset's
         assert bool(grid.summary(job)) is done, preset
+
+
+@pytest.mark.slow  # make test-slow: about a minute and a half
+def test_until_resolved_adds_the_next_looks_seeds_to_unresolved_rows(clone, data_dir, tmp_path):
+    from normlab.campaigns.xu2019.family import apply
+    from normlab.campaigns.xu2019.findings import findings
+    from normlab.report import find_runs
+    from normlab.report.aggregate import Grid
+
+    res = tmp_path / "results" / "smoke"
+    args = ["--scale", "smoke", "--tasks", "synthetic_cls", "--norms", "layernorm,adanorm"]
+    args += ["--until-resolved", "--max-seeds", "10", "--jobs", "2"]
+    args += ["--root", str(tmp_path / "runs"), "--out", str(res), "--no-figures"]
+    proc = start(clone, data_dir, DRIVER, args)
+    lines = []
+    assert finish(proc, lines) == 0, "".join(lines)[-3000:]
+    runs = find_runs([res / "runs"])
+    first = [r for r in runs if r.seed <= 6]
+    rows = findings(Grid(first))
+    apply("fixed", rows, primary=True, declared=True)
+    # the norms of the rows the first look left unresolved, and only those, gained seeds 7-11
+    open_ = {n for f in rows if f.verdict() == "unresolved" for n in (f.claim.a, f.claim.b)}
+    added = {(r.norm, r.seed) for r in runs if r.seed > 6}
+    assert added == {(n, s) for n in open_ for s in range(7, 12)}, (open_, added)
+    assert all(r.summary["seed_role"] == "evaluation" for r in runs)
+    rec = json.loads((res / "reproduce.json").read_text())
+    assert rec["grid"]["until_resolved"] is True and rec["grid"]["max_seeds"] == 10
+    # at smoke AdaNorm and LayerNorm tie within noise: the row stays open and gains its seeds, and
+    # the report tests it on every seed it has
+    assert open_ == {"adanorm", "layernorm"}
+    row = next(r for r in (res / "findings.md").read_text().splitlines() if "AdaNorm > " in r)
+    assert "| A > B | " in row and "| 10 |" in row

@@ -68,6 +68,8 @@ def grid_record(r: Request) -> dict:
         grid["variants"] = r.variants
     if r.kind == "tuned":
         grid.update(factors=r.factors, extend=r.extend)
+    if r.until_resolved:  # seeds were added to unresolved rows, up to max_seeds
+        grid.update(until_resolved=True, max_seeds=r.max_seeds)
     return grid
 
 

@@ -68,15 +68,15 @@ class Fixed:
 
     def grid(self, commit: str, dirty: bool, code) -> Study:
         r = self.r
-        return FixedGrid(
-            r.tasks,
-            r.norms,
-            r.seeds,
-            r.variants,
-            name=r.decl["name"],
-            overrides=r.overrides,
-            **r.study_args(commit, dirty, code),
-        )  # its seeds are evaluation seeds: no selection run of another commit counts
+        kw = dict(name=r.decl["name"], overrides=r.overrides, **r.study_args(commit, dirty, code))
+        if r.until_resolved:
+            from .sequential_grid import SequentialGrid
+
+            return SequentialGrid(
+                r.tasks, r.norms, r.seeds, r.variants, max_seeds=r.max_seeds, **kw
+            )
+        # its seeds are evaluation seeds: no selection run of another commit counts
+        return FixedGrid(r.tasks, r.norms, r.seeds, r.variants, **kw)
 
     def make_command(self) -> str:
         r = self.r

@@ -12,6 +12,7 @@ from typing import Optional
 
 from ...report import record as provenance
 from ...report import roles
+from ...report.claims import settings
 from ...study.staging import staging_dir
 from .paper_tables import TABLES
 from .studies import DRIVER, STUDIES, out_folder
@@ -59,6 +60,9 @@ class Request:
     figures: bool = True
     factors: list[float] = field(default_factory=list)  # tuned: the lr grid's factors
     extend: int = 0  # tuned: how far the grid widens past an edge choice
+    # the primary study: add seeds to the norms of unresolved primary rows, up to max_seeds
+    until_resolved: bool = False
+    max_seeds: int = 0
 
     @property
     def decl(self) -> dict:
@@ -159,6 +163,20 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="re-write the report from <out>/runs (the committed copies); nothing is trained",
     )
+    arg(
+        "--until-resolved",
+        action="store_true",
+        help="the primary study: after each look, add the next look's seeds (claims.yaml "
+        "sequential) to the norms of the primary rows still unresolved, until none is or "
+        "--max-seeds is reached",
+    )
+    arg(
+        "--max-seeds",
+        type=int,
+        default=None,
+        help="with --until-resolved: stop adding at this many seeds (default and at most: "
+        "claims.yaml sequential max_seeds)",
+    )
     arg("--no-figures", action="store_true")
     arg("overrides", nargs="*", help="extra Hydra overrides for every job (after --)")
     return p
@@ -211,6 +229,25 @@ def parse(argv: Optional[list] = None) -> Request:
         p.error(f"--jobs {a.jobs}: jobs at a time, at least 1")
     if a.root is not None and "'" in str(a.root):
         p.error(f"--root {a.root}: a run root with a quote cannot be passed to the jobs' overrides")
+    q = settings()["sequential"]
+    max_seeds = int(q["max_seeds"]) if a.max_seeds is None else a.max_seeds
+    if a.max_seeds is not None and not a.until_resolved:
+        p.error("--max-seeds: only with --until-resolved")
+    if a.until_resolved and a.study != settings()["primary"]:
+        p.error(
+            f"--until-resolved: seeds are added to the primary study's rows only "
+            f"(--study {settings()['primary']}, normlab/configs/study/claims.yaml)"
+        )
+    if a.until_resolved and not int(q["first"]) <= max_seeds <= int(q["max_seeds"]):
+        p.error(
+            f"--max-seeds {max_seeds}: between the first look's {q['first']} seeds and the "
+            f"declared max_seeds {q['max_seeds']} (more looks than declared would void the test)"
+        )
+    if a.until_resolved and len(seeds) != int(q["first"]):
+        p.error(
+            f"--until-resolved: the first look is {q['first']} seeds (claims.yaml sequential); "
+            f"this study has {len(seeds)}"
+        )
     tasks = _csv(a.tasks) or list(decl["tasks"])
     from ...tasks import TASKS
 
@@ -244,6 +281,8 @@ def parse(argv: Optional[list] = None) -> Request:
         plan=a.plan,
         report_only=a.report_only,
         figures=not a.no_figures,
+        until_resolved=a.until_resolved,
+        max_seeds=max_seeds,
     )
     if tuned:
         from ...tune import load_search

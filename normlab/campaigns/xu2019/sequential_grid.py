@@ -1,0 +1,79 @@
+"""``--until-resolved``: the primary study adds seeds to the rows it cannot yet resolve.
+
+The grid starts as the fixed study's (every task x norm at the first look's seeds). Once every run
+of a look has finished it reads the primary family's rows from them as the report does (the cells
+that did not train gated, one test per row by the claim's form, each row's p seq over the looks it
+had, Holm over the rows: findings.py, family.py) and names the next look's seeds for the two norms
+of every row still *unresolved*; a row that resolved (or has no test) gains none. It stops at the
+last look (claims.yaml ``sequential``, or ``--max-seeds``). The jobs are named in stages, as the
+tuned grid's, so the driver's executor trains each look as soon as the one before has finished.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ...make_report import provider_for
+from ...report.aggregate import Grid
+from ...report.axis import task_of
+from ...report.trained import gate_with
+from ...study.grid import FixedGrid, Job
+from .family import apply
+from .findings import findings, look_sizes
+
+
+class SequentialGrid(FixedGrid):
+    """The fixed grid of the primary study, with seeds added to its unresolved rows' norms."""
+
+    def __init__(self, *args, max_seeds: int, **kw):
+        super().__init__(*args, **kw)
+        self.sizes = [n for n in look_sizes() if n <= max_seeds]
+        last = max(self.seeds)
+        extra = self.sizes[-1] - len(self.seeds)
+        # the seeds in the order they are added: the first look's, then the next integers
+        self.order = list(self.seeds) + [last + 1 + i for i in range(max(0, extra))]
+        for s in self.order[len(self.seeds) :]:
+            self.roles.setdefault(s, "evaluation")
+        self._open: dict[frozenset, set] = {}
+
+    def open_pairs(self, jobs: list[Job]) -> set[tuple[str, str]]:
+        """(task, norm) of the two norms of every primary row still unresolved on ``jobs``' runs."""
+        key = frozenset(jobs)
+        if key not in self._open:
+            runs = [r for j in jobs if (r := self.final_run(j)) is not None]
+            grid = gate_with(Grid(runs), provider_for(runs))
+            rows = findings(grid)
+            apply("fixed", rows, primary=True, declared=True)
+            self._open[key] = {
+                (task_of(f.column), n)
+                for f in rows
+                if f.verdict("holm") == "unresolved"
+                for n in (f.claim.a, f.claim.b)
+                if n in self.norms
+            }
+        return self._open[key]
+
+    def unresolved(self) -> Optional[set]:
+        """The pairs still open after the looks made so far (None while a look is running)."""
+        jobs = self.jobs()
+        return None if any(not self.summary(j) for j in jobs) else self.open_pairs(jobs)
+
+    def jobs(self) -> list[Job]:
+        current = super().jobs()
+        self.unnamed = {}
+        for k in range(1, len(self.sizes)):
+            if any(not self.summary(j) for j in current):
+                break  # the next look is named once this one has finished
+            pairs = self.open_pairs(current)
+            if not pairs:
+                break
+            seeds = self.order[self.sizes[k - 1] : self.sizes[k]]
+            current = current + [
+                Job(t, n, None, s, v)
+                for t in self.tasks
+                for n in self.norms
+                if (t, n) in pairs
+                for v in self.variants
+                for s in seeds
+            ]
+        return current
