@@ -83,12 +83,15 @@ def test_the_next_look_adds_seeds_to_the_norms_of_unresolved_rows_only(tmp_path)
 
     from normlab.campaigns.xu2019.sequential_grid import SequentialGrid
 
-    grid = SequentialGrid(
-        ["rt", "mnist"], ["layernorm", "layernorm_simple"], [2, 3, 4, 5, 6],
-        max_seeds=10, scale="mini", name="xu2019", root=tmp_path / "runs",
-        copies=tmp_path / "copies", commit="c", dirty=False, code=None, roles={},
-        committed=tmp_path / "committed",
-    )  # fmt: skip
+    def new_grid():  # a grid reads the finished runs once: a new one sees the added ones
+        return SequentialGrid(
+            ["rt", "mnist"], ["layernorm", "layernorm_simple"], [2, 3, 4, 5, 6],
+            max_seeds=10, scale="mini", name="xu2019", root=tmp_path / "runs",
+            copies=tmp_path / "copies", commit="c", dirty=False, code=None, roles={},
+            committed=tmp_path / "committed",
+        )  # fmt: skip
+
+    grid = new_grid()
     base = grid.jobs()
     assert len(base) == 2 * 2 * 5 and grid.unresolved() is None  # nothing has run yet
     noise = (0.3, -0.5, 0.1, 0.4, -0.2)
@@ -99,12 +102,7 @@ def test_the_next_look_adds_seeds_to_the_norms_of_unresolved_rows_only(tmp_path)
                 d = make_run(tmp_path / "committed", task, norm, seed, v)
                 s = d / "summary.json"
                 s.write_text(s.read_text().replace('"completed"', '"completed", "git_commit": "c"'))
-    grid = SequentialGrid(
-        ["rt", "mnist"], ["layernorm", "layernorm_simple"], [2, 3, 4, 5, 6],
-        max_seeds=10, scale="mini", name="xu2019", root=tmp_path / "runs",
-        copies=tmp_path / "copies", commit="c", dirty=False, code=None, roles={},
-        committed=tmp_path / "committed",
-    )  # fmt: skip
+    grid = new_grid()
     jobs = grid.jobs()
     added = [j for j in jobs if j.seed > 6]
     assert {(j.task, j.norm) for j in added} == {("rt", "layernorm"), ("rt", "layernorm_simple")}
