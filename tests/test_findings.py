@@ -100,13 +100,15 @@ def test_holm_adjusts_the_primary_family_only(tmp_path):
     # the overfitting rows have no curves to measure: decided without a test, outside the family
     assert {f.verdict() for f in every if f not in fs} == {"no test"}
     assert fam.primary and fam.declared and fam.size == 2 and fam.study == "fixed"
-    holm = multipletests([fs[0].p, fs[1].p], method="holm")[1]
+    # each row may still gain seeds (K = 4 looks): Holm adjusts K x its p at the one look made
+    assert [f.p_seq for f in fs] == pytest.approx([min(1.0, 4 * f.p) for f in fs])
+    holm = multipletests([fs[0].p_seq, fs[1].p_seq], method="holm")[1]
     assert [fs[0].p_holm, fs[1].p_holm] == pytest.approx(list(holm))
     assert all(f.primary and f.shown() == "non-inferior" for f in fs)
     # the sign test across tasks is exploratory: computed, never adjusted
     assert fam.signs["ln_simple_no_worse"]["p"] == pytest.approx(0.5)  # 2 of 2: 2 * 1/4
-    # the MDE is at alpha / m, one-sided for a non-inferiority row
-    assert fs[0].mde == pytest.approx(S.mde(3, fs[0].sd, 0.05 / 2, 0.8, sides=1))
+    # the MDE is at alpha / (m K), one-sided for a non-inferiority row
+    assert fs[0].mde == pytest.approx(S.mde(3, fs[0].sd, 0.05 / (2 * 4), 0.8, sides=1))
     line = summary_lines(every, fam, "fixed")[0]
     assert "primary family's 2 tests" in line and "as claimed on 2 of 2 tasks" in line
     # another declared study's rows are secondary: uncorrected, labelled exploratory
