@@ -73,9 +73,28 @@ def read_json(path: Path) -> Any:
     return json.loads(Path(path).read_text())
 
 
+class _NoAliasDumper(yaml.SafeDumper):
+    """Writes a repeated object out again instead of as an anchor and alias: run-directory YAML
+    has none, so a reader can refuse them."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
+
+
 def write_yaml(path: Path, obj: Any) -> None:
-    atomic_write_bytes(path, yaml.safe_dump(obj, sort_keys=False).encode())
+    text = yaml.dump(obj, Dumper=_NoAliasDumper, sort_keys=False, allow_unicode=False)
+    atomic_write_bytes(path, text.encode())
 
 
 def read_yaml(path: Path) -> Any:
-    return yaml.safe_load(Path(path).read_text())
+    """Safe YAML without anchors and aliases: normlab never writes them, and a small file of nested
+    aliases expands to gigabytes when loaded (ValueError naming the file and line)."""
+    text = Path(path).read_text()
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            line = event.start_mark.line + 1
+            raise ValueError(
+                f"{path}:{line}: YAML anchors and aliases are refused in a run directory (normlab "
+                "writes none); write the value out, or train the run again"
+            )
+    return yaml.safe_load(text)

@@ -503,3 +503,37 @@ def test_a_name_that_would_leave_the_run_root_is_refused_and_leaves_nothing(
     assert rc == 2 and "name='../../escaped'" in err, err
     # the folders Hydra made for it, outside the run root, are gone too
     assert not (tmp_path / "escaped").exists()
+
+
+def test_yaml_aliases_in_a_run_directory_are_refused_before_they_expand(tmp_path, capsys):
+    # nine levels of nine aliases: 387 million strings once loaded; refused from the parse events
+    from normlab.files import read_yaml, write_yaml
+    from normlab.make_report import main as report_main
+
+    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for i in range(1, 10):
+        prev = f"*a{i - 1}"
+        lines.append(f"a{i}: &a{i} [{', '.join([prev] * 9)}]")
+    bomb = tmp_path / "runs" / "rt" / "layernorm" / "seed2"
+    bomb.mkdir(parents=True)
+    (bomb / "config.yaml").write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=r"config.yaml:1: YAML anchors and aliases are refused"):
+        read_yaml(bomb / "config.yaml")
+    # normlab's own writer never makes one, even for an object it meets twice
+    shared = [1, 2]
+    write_yaml(tmp_path / "c.yaml", {"a": shared, "b": shared})
+    assert read_yaml(tmp_path / "c.yaml") == {"a": [1, 2], "b": [1, 2]}
+    # the report names the run and skips it instead of exhausting memory
+    from test_report import make_run
+
+    good = make_run(tmp_path / "runs", "rt", "layernorm", 3, 75.0)
+    assert (
+        report_main([str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--no-figures"]) == 0
+    )
+    err = capsys.readouterr().err
+    assert "seed2" in err and "anchors and aliases are refused" in err and good.exists()
+    # evaluating that run directory: one line, exit 2
+    from normlab.evaluate import main as eval_main
+
+    assert eval_main([str(bomb)]) == 2
+    assert "config.yaml:1: YAML anchors and aliases are refused" in capsys.readouterr().err

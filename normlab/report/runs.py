@@ -17,7 +17,7 @@ import yaml
 
 from ..config_keys import CELL_FREE_KEYS
 from ..exitcodes import STOPPED
-from ..files import atomic_write_bytes, whole_dir
+from ..files import atomic_write_bytes, read_yaml, whole_dir
 from ..rundir import FINAL, read_curves
 from . import norm_cards
 
@@ -115,11 +115,7 @@ class Run:
 
 def load_run(path: Path) -> Run:
     path = Path(path)
-    config = (
-        yaml.safe_load((path / "config.yaml").read_text())
-        if (path / "config.yaml").exists()
-        else {}
-    )
+    config = read_yaml(path / "config.yaml") if (path / "config.yaml").exists() else {}
     summary = (
         json.loads((path / "summary.json").read_text()) if (path / "summary.json").exists() else {}
     )
@@ -162,9 +158,11 @@ def find_runs(paths: Iterable[Path]) -> list[Run]:
                 found[d.resolve()] = load_run(d)
             except (UnicodeDecodeError, ValueError, yaml.YAMLError) as e:
                 # one damaged run must not hide every other one's numbers: skip it, by name
+                # JSON/YAML parse errors are long and name no file; the alias refusal names both
+                why = str(e) if "refused" in str(e) else type(e).__name__
                 print(
                     f"[normlab-report] warning: {d} skipped: its summary.json or config.yaml is "
-                    f"unreadable ({type(e).__name__})",
+                    f"unreadable ({why})",
                     file=sys.stderr,
                 )
     runs = sorted(found.values(), key=lambda r: (r.task, r.norm, str(r.seed), str(r.path)))

@@ -29,10 +29,11 @@ def check_run_dir(run_dir: Path, config: dict) -> Optional[dict]:
     if old_cfg.exists():
         try:
             old = read_yaml(old_cfg)  # safe YAML: tags that would build Python objects are errors
-        except yaml.YAMLError as e:
+        except (yaml.YAMLError, ValueError) as e:
+            why = str(e) if isinstance(e, ValueError) else type(e).__name__
             raise ConfigError(
-                f"{old_cfg} is not a plain YAML config ({type(e).__name__}); it was not written "
-                "by normlab: delete that run directory or use another name=..."
+                f"{old_cfg} is not a plain YAML config ({why}); it was not written by normlab: "
+                "delete that run directory or use another name=..."
             ) from None
         diffs = same_experiment(old if isinstance(old, dict) else {}, config)
         if diffs:

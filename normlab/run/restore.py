@@ -84,6 +84,8 @@ def read_config(run_dir: Path) -> dict:
         raise ConfigError(
             f"{path}: cannot be read as YAML ({type(e).__name__}); restore the file"
         ) from None
+    except ValueError as e:  # anchors and aliases: refused before they expand
+        raise ConfigError(str(e)) from None
     if (
         not isinstance(config, dict)
         or not isinstance(config.get("task"), dict)

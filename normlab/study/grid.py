@@ -22,6 +22,7 @@ from typing import NamedTuple, Optional, Sequence
 import yaml
 
 from ..config import same_experiment
+from ..files import read_yaml
 from ..report.roles import SELECTION, role_of
 from ..report.runs import export_if_changed, load_run
 from ..rundir import FINAL
@@ -144,7 +145,7 @@ class Study(ABC):
         if preset is None:
             return True
         try:
-            task = dict(yaml.safe_load((Path(where) / "config.yaml").read_text())["task"])
+            task = dict(read_yaml(Path(where) / "config.yaml")["task"])
         except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError):
             return False
         return not same_experiment({"task": without_lr(task)}, {"task": preset})
