@@ -10,6 +10,7 @@ checked once before anything is written; the result is one ``Job`` that every la
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from dataclasses import MISSING, dataclass, fields
 from typing import Callable, Optional
@@ -80,6 +81,11 @@ def train_config(section: dict) -> TrainConfig:
                 f"expected a {type(default).__name__} like {default!r}",
             )
     t = TrainConfig(**section)
+    # inf passes every "> 0" check and trains nothing; nan fails them (diverge_loss=inf: never)
+    for f in fields(TrainConfig):
+        v = getattr(t, f.name)
+        if isinstance(v, float) and f.name != "diverge_loss" and not math.isfinite(v):
+            raise _bad(f"task.train.{f.name}", v, "must be a finite number")
     checks = [
         ("lr", t.lr > 0, "the learning rate must be positive, e.g. 5e-4"),
         ("weight_decay", t.weight_decay >= 0, "must be >= 0 (0 = no decay)"),

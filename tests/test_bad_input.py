@@ -90,6 +90,8 @@ def expect(error, match, overrides, tmp, run_dir, before, data_dir=None):
             "task.train.lr=-0.001",
             r"task.train.lr=-0.001: the learning rate must be positive.*command line",
         ),
+        ("task.train.lr=inf", r"task.train.lr=inf: must be a finite number.*command line"),
+        ("task.train.clip_norm=inf", r"task.train.clip_norm=inf: must be a finite number"),
         (
             "+task.train.lrr=0.1",
             r"unknown key\(s\) \['task.train.lrr'\].*did you mean task.train.lr\?",

@@ -61,3 +61,24 @@ def test_a_run_selected_on_the_loss_says_so_and_stopped_runs_say_how_to_resume(t
     assert end_line(stopped, run).endswith(
         ": interrupted: SIGINT at step 57: checkpoint written; re-run the same command to resume"
     )
+
+
+def test_a_run_that_diverged_before_any_evaluation_kept_no_best_checkpoint(tmp_path):
+    run = run_dir_with(tmp_path, [])
+    summary = {
+        "status": "diverged",
+        "steps": 1,
+        "metric": "acc",
+        "higher_is_better": True,
+        "best_step": 0,
+        "best_valid_score": None,
+        "error": "non-finite training loss (nan) at step 1",
+    }
+    line = end_line(summary, run)
+    assert "kept no best.pt (no evaluation finished before it stopped)" in line
+    assert "step 0" not in line
+    # with an evaluation before the divergence, its best.pt is named
+    (run / "checkpoints").mkdir()
+    (run / "checkpoints" / "best.pt").write_bytes(b"x")
+    summary.update(steps=400, best_step=300, best_valid_score=71.0, selected_by="acc")
+    assert "kept best.pt (step 300, valid acc 71)" in end_line(summary, run)

@@ -27,8 +27,11 @@ def _last_eval(run_dir: Path, summary: dict):
     return last["step"], name, last.get(name)
 
 
-def selected(summary: dict) -> str:
-    """'best.pt (step 270, valid acc 77.39)': the checkpoint that was kept and why."""
+def selected(summary: dict, run_dir: Path | None = None) -> str:
+    """'best.pt (step 270, valid acc 77.39)': the checkpoint that was kept and why; says so when no
+    evaluation finished, so there is no best.pt in ``run_dir``."""
+    if run_dir is not None and not (Path(run_dir) / "checkpoints" / "best.pt").exists():
+        return "no best.pt (no evaluation finished before it stopped)"
     name, value, _ = criterion(summary)
     score = f", valid {name} {_num(value)}" if value is not None else ""
     return f"best.pt (step {summary.get('best_step', '?')}{score})"
@@ -50,7 +53,8 @@ def end_line(summary: dict, run_dir: Path) -> str:
         last_part = f"; last evaluation (step {last[0]}): valid {last[1]} {_num(last[2])}"
     if status == "diverged":
         return (
-            f"{head} at step {steps} ({summary.get('error')}); kept {selected(summary)}{last_part}"
+            f"{head} at step {steps} ({summary.get('error')}); kept {selected(summary, run_dir)}"
+            f"{last_part}"
         )
     metric, test = summary.get("metric"), summary.get("test") or {}
     shown = {k: test[k] for k in (metric, "loss") if k in test}
