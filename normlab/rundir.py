@@ -95,6 +95,7 @@ class Checkpoints:
     def __init__(self, run_dir: Path):
         self.dir = Path(run_dir) / "checkpoints"
         self.before_replace = None  # test hook (NORMLAB_FAULT=...:save:...): the riskiest moment
+        self.loaded: Optional[Path] = None  # the file load() read
 
     @property
     def last(self) -> Path:
@@ -140,6 +141,7 @@ class Checkpoints:
                     f"{path.name} ({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''})"
                 )
                 continue
+            self.loaded = path
             if bad:
                 step = (ck.get("state") or {}).get("step", ck.get("step", "?"))
                 warnings.warn(

@@ -324,3 +324,33 @@ def test_an_unreadable_summary_is_taken_as_none(tmp_path, capsys):
     assert read_summary(bad) == {} and f"{bad} is unreadable" in capsys.readouterr().err
     bad.write_text("null")
     assert read_summary(bad) == {}
+
+
+def test_a_checkpoint_of_another_run_is_refused_with_one_line(tmp_path, monkeypatch):
+    """A checkpoint records whose it is (seed, config): another seed's last.pt, a best.pt put in as
+    last.pt, or another norm's are refused (exit 5, one line) instead of resumed or a traceback."""
+    run_dir = cli_with_fault(tmp_path, monkeypatch, "kill:step:9")
+    ck = run_dir / "checkpoints"
+    other = tmp_path / "other"
+    for args, tag in ((["seed=2"], "seed"), (["norm=rmsnorm"], "norm")):
+        monkeypatch.setenv("NORMLAB_FAULT", "kill:step:9")
+        run_cli([*ARGS, *args, f"paths.root={other / tag}"], tmp_path, check=False)
+        monkeypatch.delenv("NORMLAB_FAULT")
+    mine = (ck / "last.pt").read_bytes()
+
+    def resume_with(source):
+        (ck / "last.pt").write_bytes(source.read_bytes())
+        (ck / "prev.pt").unlink(missing_ok=True)
+        out = run_cli(ARGS, tmp_path, check=False)
+        lines = [line for line in out.stderr.splitlines() if line.strip()]
+        assert out.returncode == 5 and len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
+        return lines[0]
+
+    seed2 = next((other / "seed").rglob("checkpoints/last.pt"))
+    assert "written by a run of seed 2, this run is seed 1" in resume_with(seed2)
+    rms = next((other / "norm").rglob("checkpoints/last.pt"))
+    assert "written for another config (keys ['norm" in resume_with(rms)
+    assert "a model-only checkpoint (best.pt's kind) cannot resume" in resume_with(ck / "best.pt")
+    # its own checkpoint resumes as before
+    (ck / "last.pt").write_bytes(mine)
+    assert run_cli(ARGS, tmp_path).returncode == 0

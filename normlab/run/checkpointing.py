@@ -9,6 +9,8 @@ from typing import Optional
 
 import torch
 
+from ..config import same_experiment
+from ..errors import CheckpointError
 from . import distributed
 
 
@@ -31,6 +33,8 @@ class CheckpointMixin:
         }
         self.ckpt.save(
             {
+                # whose checkpoint this is: a resume refuses another run's (seed, config)
+                "provenance": {"seed": self.seed, "step": self.state.step, "config": self.run_config},
                 "model": self.module.state_dict(),
                 "optimizer": self.opt.state_dict(),
                 "scheduler": self.sched.state_dict(),
@@ -43,12 +47,43 @@ class CheckpointMixin:
             }
         )
 
+    def _check_provenance(self, ck: dict, where) -> None:
+        """CheckpointError, one line, for a checkpoint that cannot be this run's: a model-only one
+        (best.pt's kind), or one written by another seed or for another config. Checkpoints
+        written before they recorded this are checked by their weights only."""
+        if "optimizer" not in ck or "state" not in ck:
+            raise CheckpointError(
+                f"{where}: a model-only checkpoint (best.pt's kind) cannot resume training: move "
+                f"it out of {self.ckpt.dir}, or re-run with resume=restart"
+            )
+        prov = ck.get("provenance") or {}
+        if "seed" in prov and prov["seed"] != self.seed:
+            raise CheckpointError(
+                f"{where}: written by a run of seed {prov['seed']}, this run is seed {self.seed}: "
+                "move it away, or re-run with resume=restart"
+            )
+        if prov.get("config") and self.run_config:
+            diffs = same_experiment(prov["config"], self.run_config)
+            if diffs:
+                raise CheckpointError(
+                    f"{where}: written for another config (keys {diffs[:4]}): move it away, or "
+                    "re-run with resume=restart"
+                )
+
     def resume(self) -> Optional[dict]:
         """Load the newest complete checkpoint (rank 0 reads it and sends it to the others)."""
         ck = distributed.broadcast_state(self.dist, self.ckpt.load() if self.dist.main else None)
         if ck is None:
             return None
-        self.module.load_state_dict(ck["model"])
+        where = self.ckpt.loaded or self.ckpt.last
+        self._check_provenance(ck, where)
+        try:
+            self.module.load_state_dict(ck["model"])
+        except RuntimeError as e:
+            raise CheckpointError(
+                f"{where}: its weights do not fit this run's model ({str(e).splitlines()[0]}); it "
+                "belongs to another norm or size: move it away, or re-run with resume=restart"
+            ) from None
         self.opt.load_state_dict(ck["optimizer"])
         self.sched.load_state_dict(ck["scheduler"])
         if self.scaler and ck.get("scaler"):

@@ -147,7 +147,8 @@ def _run_locked(cfg, run_dir: Path, overrides, ctx, start: float, console: Conso
                 f"[normlab] resume=restart: {run_dir} starts over from step 0; the old attempt's "
                 f"checkpoints, curves and summary are in {aside}"
             )
-    ck = trainer.resume()  # CheckpointError when every checkpoint there is unreadable
+    trainer.run_config = config
+    ck = trainer.resume()  # CheckpointError when every checkpoint is unreadable or another run's
     summary_path = run_dir / "summary.json"
     previous = read_summary(summary_path) if ctx.main else {}
     curves = Curves(run_dir / "curves.jsonl")

@@ -126,6 +126,7 @@ class Trainer(CheckpointMixin):
         self.state = State()
         self.last_loss = float("nan")
         self.extra: dict = {}  # saved with every checkpoint (e.g. the wandb run id)
+        self.run_config: Optional[dict] = None  # config.yaml's content: a checkpoint's provenance
         self.stop = StopSignals(announce=self.dist.main)
         self._synced_once = False
 
