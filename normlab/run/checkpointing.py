@@ -34,7 +34,11 @@ class CheckpointMixin:
         self.ckpt.save(
             {
                 # whose checkpoint this is: a resume refuses another run's (seed, config)
-                "provenance": {"seed": self.seed, "step": self.state.step, "config": self.run_config},
+                "provenance": {
+                    "seed": self.seed,
+                    "step": self.state.step,
+                    "config": self.run_config,
+                },
                 "model": self.module.state_dict(),
                 "optimizer": self.opt.state_dict(),
                 "scheduler": self.sched.state_dict(),
