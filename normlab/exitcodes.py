@@ -41,7 +41,9 @@ TABLE = (
     ),
     (
         CHECKPOINT,
-        "every checkpoint of the run is unreadable; the message names the files; resume=restart starts "
+        "every checkpoint of the run is unreadable, or the one there is another run's (written by "
+        "another seed, for another config, or a model-only best.pt put in as last.pt: every "
+        "checkpoint records its seed and config); the message names the file; resume=restart starts "
         "the run over (the old checkpoints are kept aside)",
     ),
     (
