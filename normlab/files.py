@@ -86,6 +86,10 @@ def write_yaml(path: Path, obj: Any) -> None:
     atomic_write_bytes(path, text.encode())
 
 
+class RefusedYaml(ValueError):
+    """Run-directory YAML that normlab refuses to load (anchors and aliases); names file and line."""
+
+
 def read_yaml(path: Path) -> Any:
     """Safe YAML without anchors and aliases: normlab never writes them, and a small file of nested
     aliases expands to gigabytes when loaded (ValueError naming the file and line)."""
@@ -93,7 +97,7 @@ def read_yaml(path: Path) -> Any:
     for event in yaml.parse(text, Loader=yaml.SafeLoader):
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
             line = event.start_mark.line + 1
-            raise ValueError(
+            raise RefusedYaml(
                 f"{path}:{line}: YAML anchors and aliases are refused in a run directory (normlab "
                 "writes none); write the value out, or train the run again"
             )

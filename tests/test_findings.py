@@ -72,7 +72,7 @@ def test_a_strict_claim_is_two_sided_and_an_equivalent_row_is_not_refuted(tmp_pa
     d = np.array([0.015, -0.03, 0.0225, -0.0075])
     assert f.p == pytest.approx(stats.ttest_1samp(d, 0.0).pvalue, rel=1e-9)
     assert -0.2 < f.ci90[0] and f.ci90[1] < 0.2 and f.verdict("raw") == "equivalent"
-    assert "refuted on 0, equivalent on 1" in outcome([f], True, "raw")
+    assert "refuted on 0, equivalent on 1" in outcome([f], "raw")
 
 
 def test_lower_is_better_metrics_flip_sign_and_a_clear_loss_is_worse(tmp_path):

@@ -17,7 +17,7 @@ import yaml
 
 from ..config_keys import CELL_FREE_KEYS
 from ..exitcodes import STOPPED
-from ..files import atomic_write_bytes, read_yaml, whole_dir
+from ..files import RefusedYaml, atomic_write_bytes, read_yaml, whole_dir
 from ..rundir import FINAL, read_curves
 from . import norm_cards
 
@@ -159,7 +159,7 @@ def find_runs(paths: Iterable[Path]) -> list[Run]:
             except (UnicodeDecodeError, ValueError, yaml.YAMLError) as e:
                 # one damaged run must not hide every other one's numbers: skip it, by name
                 # JSON/YAML parse errors are long and name no file; the alias refusal names both
-                why = str(e) if "refused" in str(e) else type(e).__name__
+                why = str(e) if isinstance(e, RefusedYaml) else type(e).__name__
                 print(
                     f"[normlab-report] warning: {d} skipped: its summary.json or config.yaml is "
                     f"unreadable ({why})",

@@ -13,7 +13,7 @@ from omegaconf import DictConfig
 
 from ..config import load_job, same_experiment
 from ..errors import ConfigError, DataError
-from ..files import read_yaml
+from ..files import RefusedYaml, read_yaml
 from ..progress import enable_bars
 from ..rundir import FINAL, read_summary
 from ..tasks import get_task_class
@@ -29,8 +29,8 @@ def check_run_dir(run_dir: Path, config: dict) -> Optional[dict]:
     if old_cfg.exists():
         try:
             old = read_yaml(old_cfg)  # safe YAML: tags that would build Python objects are errors
-        except (yaml.YAMLError, ValueError) as e:
-            why = str(e) if isinstance(e, ValueError) else type(e).__name__
+        except (yaml.YAMLError, RefusedYaml) as e:
+            why = str(e) if isinstance(e, RefusedYaml) else type(e).__name__
             raise ConfigError(
                 f"{old_cfg} is not a plain YAML config ({why}); it was not written by normlab: "
                 "delete that run directory or use another name=..."

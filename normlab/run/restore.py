@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 
 from ..config import Job, load_job
 from ..errors import CheckpointError, ConfigError
-from ..files import read_yaml
+from ..files import RefusedYaml, read_yaml
 from ..rundir import Checkpoints
 from ..schema import default
 
@@ -84,7 +84,7 @@ def read_config(run_dir: Path) -> dict:
         raise ConfigError(
             f"{path}: cannot be read as YAML ({type(e).__name__}); restore the file"
         ) from None
-    except ValueError as e:  # anchors and aliases: refused before they expand
+    except RefusedYaml as e:  # anchors and aliases: refused before they expand
         raise ConfigError(str(e)) from None
     if (
         not isinstance(config, dict)

@@ -18,6 +18,7 @@ diverged in every run while the other completed decides the row without a test.
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -160,8 +161,6 @@ def _paper(claim: Claim, task: str) -> str:
 
 
 def _corr(xs: list[float], ys: list[float]) -> Optional[float]:
-    import statistics
-
     if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
         return None
     return float(statistics.correlation(xs, ys))

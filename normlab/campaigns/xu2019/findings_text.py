@@ -157,9 +157,9 @@ def resolution(mine: list[Finding]) -> str:
     )
 
 
-def outcome(mine: list, strict: bool = True, kind: str = "holm") -> str:
+def outcome(mine: list, kind: str = "holm") -> str:
     """The claim's standing in one clause: supported / refuted / equivalent / unresolved task
-    counts (``strict`` is kept for callers; the verdicts already carry the claim's form)."""
+    counts (the verdicts already carry the claim's form)."""
     verdicts = [v for f in mine if (v := f.verdict(kind)) not in UNTESTED]
     if not verdicts:
         return f"no tested task ({len(mine)} untested)"

@@ -100,7 +100,7 @@ def claims_table(root: Path) -> list[str]:
         sign = signs.get((study, claim.text), "–")
         out.append(
             f"| {folder} | {claim.text} | {'–'.join(ns) if len(ns) > 1 else ns[0]} | "
-            f"{outcome(mine, claim.strict)} | {sign} | {resolvable} of {len(mine)} |"
+            f"{outcome(mine)} | {sign} | {resolvable} of {len(mine)} |"
         )
     return out
 
@@ -109,7 +109,7 @@ def claim_lines(root: Path) -> list[str]:
     """One line per claim: its verdict counts after Holm in each study that tests it."""
     parts: dict[str, list[str]] = {}
     for _, folder, claim, mine in _by_claim(root):
-        parts.setdefault(claim.text, []).append(f"`{folder}` {outcome(mine, claim.strict)}")
+        parts.setdefault(claim.text, []).append(f"`{folder}` {outcome(mine)}")
     return [f"- *{c.text}*: " + "; ".join(parts[c.text]) + "." for c in CLAIMS if c.text in parts]
 
 

@@ -16,6 +16,7 @@ from typing import Optional
 from ...make_report import provider_for
 from ...report.aggregate import Grid
 from ...report.axis import task_of
+from ...report.claims import settings
 from ...report.trained import gate_with
 from ...study.grid import FixedGrid, Job
 from .family import apply
@@ -43,7 +44,7 @@ class SequentialGrid(FixedGrid):
             runs = [r for j in jobs if (r := self.final_run(j)) is not None]
             grid = gate_with(Grid(runs), provider_for(runs))
             rows = findings(grid)
-            apply("fixed", rows, primary=True, declared=True)
+            apply(settings()["primary"], rows, primary=True, declared=True)
             self._open[key] = {
                 (task_of(f.column), n)
                 for f in rows
