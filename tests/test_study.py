@@ -387,6 +387,29 @@ def test_the_placement_study_trains_and_reports_a_row_per_placement(clone, data_
     assert len(rec["grid"]["variants"]) == 6 and rec["make"].startswith("make reproduce-placement")
 
 
+@pytest.mark.slow  # make test-slow: three driver passes, about a minute
+def test_a_study_finished_in_its_run_root_alone_is_staged_and_reported(clone, data_dir, tmp_path):
+    # a slice killed after its last run finished, or runs trained by hand into the run root: the
+    # driver finds nothing to train and no staged copy; it used to say "nothing to report"
+    res, stage = tmp_path / "results" / "smoke", tmp_path / "results" / "staging" / "smoke"
+    args = ["--study", "fixed", "--scale", "smoke", "--tasks", "rt", "--norms", "layernorm"]
+    args += ["--seeds", "2", "--root", str(tmp_path / "runs"), "--out", str(res), "--no-figures"]
+    lines = []
+    assert finish(start(clone, data_dir, DRIVER, args), lines) == 0, "".join(lines)[-3000:]
+    shutil.rmtree(res)
+    assert not stage.exists() and list((tmp_path / "runs").rglob("rt/layernorm/seed2/summary.json"))
+    lines = []
+    assert finish(start(clone, data_dir, DRIVER, args), lines) == 0, "".join(lines)[-3000:]
+    out = "".join(lines)
+    assert "1 finished, 0 to train" in out and "study complete: 1 staged copies" in out, out[-2000:]
+    s = json.loads((res / "runs" / "rt" / "layernorm" / "seed2" / "summary.json").read_text())
+    assert s["status"] == "completed" and (res / "reproduce.json").exists()
+    # once reported, a third pass finds the study complete as its folder reports it: nothing staged
+    lines = []
+    assert finish(start(clone, data_dir, DRIVER, args), lines) == 0
+    assert not stage.exists() and "study complete" not in "".join(lines)
+
+
 def test_a_seed_with_no_role_is_refused(tmp_path):
     out = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "reproduce.py"), "--seeds", "7", "--plan"],

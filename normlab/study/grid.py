@@ -21,7 +21,7 @@ from typing import NamedTuple, Optional, Sequence
 
 import yaml
 
-from ..config import same_experiment
+from ..experiment import same_experiment
 from ..files import read_yaml
 from ..report.roles import SELECTION, role_of
 from ..report.runs import export_if_changed, load_run
@@ -154,14 +154,30 @@ class Study(ABC):
         """``job``'s final summary ({} while it is not finished); read once, as a final one never changes."""
         if job not in self._final:
             for d in self.sources(job):
-                try:
-                    s = json.loads((d / "summary.json").read_text())
-                except (OSError, ValueError):
-                    continue
-                if s.get("status") in FINAL and self.accepts(d, s, job):
+                s = self.final_in(d, job)
+                if s:
                     self._final[job] = (d, s)
                     break
         return self._final.get(job, (None, {}))[1]
+
+    def final_in(self, where: Path, job: Job) -> dict:
+        """The final summary of ``job`` that ``where`` holds and this study accepts, else {}."""
+        try:
+            s = json.loads((where / "summary.json").read_text())
+        except (OSError, ValueError):
+            return {}
+        return s if s.get("status") in FINAL and self.accepts(where, s, job) else {}
+
+    def unreported(self) -> list[Job]:
+        """Finished jobs that the results folder's own copies do not hold at the study's commit
+        (found in the run root or a sibling's copies): they are staged, and the study promoted
+        once complete, even when no job was left to train (a slice killed after its last run)."""
+        return [
+            j
+            for j in self.jobs()
+            if self.summary(j)
+            and not (self.committed and self.final_in(Path(self.committed) / j.rel(), j))
+        ]
 
     def final_dir(self, job: Job) -> Optional[Path]:
         self.summary(job)

@@ -111,7 +111,7 @@ def report_only(r: Request, kind: Fixed) -> int:
 
 
 def run(r: Request, kind: Fixed) -> int:
-    start, started = time.time(), provenance.utc_now()
+    start, started = time.monotonic(), provenance.utc_now()
     stage = staging.staging_dir(r.out)
     tag = kind.tag
     try:
@@ -150,7 +150,7 @@ def run(r: Request, kind: Fixed) -> int:
     # A study found complete as its folder reports it is not staged again; otherwise every finished
     # run of it is staged, those found in the committed or a sibling's copies too (the promotion
     # replaces them all).
-    for job in grid.jobs() if todo or stage.exists() else []:
+    for job in grid.jobs() if todo or stage.exists() or grid.unreported() else []:
         if grid.summary(job):
             grid.copy(job)
     left = grid.plan()
