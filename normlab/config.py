@@ -18,7 +18,7 @@ from typing import Callable, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from .config_keys import CONFIGS, DESCRIPTIVE_KEYS, RUNTIME_KEYS
+from .config_keys import CONFIGS, RUNTIME_KEYS
 from .errors import ConfigError
 from .models import placement
 from .norms.sites import site_factory
@@ -32,7 +32,6 @@ __all__ = [
     "TrainConfig",
     "load_job",
     "train_config",
-    "same_experiment",
 ]
 
 # an experiment name is a folder name: no separators or "..", so a run never leaves paths.root
@@ -182,6 +181,31 @@ class Job:
         return getattr(self.cfg, key)
 
 
+# torch's generators take seeds below 2**64 and runs derive theirs as seed * 1_000_003 + ...
+MAX_SEED = 2**32 - 1
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
+
+
+def check_int_sizes(node, where: str = "") -> None:
+    """ConfigError for an integer that does not fit 64 bits (a 400-digit count reached torch as
+    an overflow traceback)."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            check_int_sizes(v, f"{where}.{k}" if where else str(k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            check_int_sizes(v, f"{where}[{i}]")
+    elif isinstance(node, int) and not isinstance(node, bool) and abs(node) >= 2**63:
+        raise ConfigError(
+            f"{where}={_short(node)}: larger than a 64-bit integer; fix it in the config file or "
+            "on the command line"
+        )
+
+
 def load_job(cfg: DictConfig, overrides: Optional[list[str]] = None) -> Job:
     """Resolve and check ``cfg``; ConfigError names the key, where its value came from and the fix."""
     from .hints import origin
@@ -190,6 +214,7 @@ def load_job(cfg: DictConfig, overrides: Optional[list[str]] = None) -> Job:
     from .tasks import TASKS
 
     config = OmegaConf.to_container(cfg, resolve=True)
+    check_int_sizes(config)
     task = config["task"]
     if task.get("name") not in TASKS:
         raise ConfigError(
@@ -212,7 +237,12 @@ def load_job(cfg: DictConfig, overrides: Optional[list[str]] = None) -> Job:
         make_norm = site_factory(norm)
     except ValueError as e:
         raise ConfigError(
-            f"norm={norm['name']}: {e}; see normlab/configs/norm/{norm['name']}.yaml"
+            f"norm={norm['name']}: {e}; see "
+            + (
+                f"normlab/configs/norm/{norm['name']}.yaml"
+                if norm["name"] in {f.stem for f in (CONFIGS / "norm").glob("*.yaml")}
+                else "normlab/configs/norm/ and docs/norms.md"
+            )
         ) from None
     try:
         check_accel(
@@ -226,12 +256,13 @@ def load_job(cfg: DictConfig, overrides: Optional[list[str]] = None) -> Job:
     name = config.get("name")
     if not isinstance(name, str) or not SAFE_NAME.fullmatch(name):
         raise ConfigError(
-            f"name={name!r}: the experiment name is one folder of the run root "
+            f"name={_short(name)}: the experiment name is one folder of the run root "
             "(<paths.root>/<scale>/<name>/): letters, digits, '.', '_' and '-', at most 100, "
             "starting with a letter or digit"
         )
-    if not isinstance(config.get("seed"), int) or config["seed"] < 0:
-        raise ConfigError(f"seed={config.get('seed')!r}: must be an integer >= 0")
+    seed = config.get("seed")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise ConfigError(f"seed={_short(seed)}: must be an integer from 0 to {MAX_SEED}")
     threads = config.get("threads", 0)
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
         raise ConfigError(
@@ -251,42 +282,3 @@ def load_job(cfg: DictConfig, overrides: Optional[list[str]] = None) -> Job:
     job_cfg = OmegaConf.create(config)
     OmegaConf.set_readonly(job_cfg, True)
     return Job(job_cfg, config, train, varied(config), make_norm)
-
-
-# Keys added after runs were already on disk, with the value that does what the code did before
-# them: a run directory written without such a key is the same experiment when the job sets it to
-# that value, so upgrading normlab does not refuse to resume (or skip) older runs.
-ADDED_KEYS = {
-    "precision": default("precision"),
-    "task.train.update_freq": 1,
-    "task.data.batch_multiple": 1,
-    "task.model.placement": None,
-    "task.model.layernorm_scaling": False,
-    "task.model.mixln_post_layers": None,
-    "task.model.embed_norm": None,
-    "task.model.final_norm": None,
-    "task.model.qk_norm": False,
-    "norm.affine": None,
-    "task.train.scurve": 0,
-    "norm.sites": {},
-}
-_MISSING = object()
-
-
-def same_experiment(a: dict, b: dict) -> list[str]:
-    """Dotted keys whose values differ, ignoring runtime-only keys; ``a`` is the config on disk."""
-    diffs = []
-
-    def walk(x, y, prefix):
-        if isinstance(x, dict) and isinstance(y, dict):
-            for k in sorted(set(x) | set(y)):
-                if (not prefix and k in RUNTIME_KEYS) or f"{prefix}{k}" in DESCRIPTIVE_KEYS:
-                    continue
-                walk(x.get(k, _MISSING), y.get(k, _MISSING), f"{prefix}{k}.")
-        elif x is _MISSING and ADDED_KEYS.get(prefix.rstrip("."), _MISSING) == y:
-            return
-        elif (None if x is _MISSING else x) != (None if y is _MISSING else y):
-            diffs.append(prefix.rstrip("."))
-
-    walk(a, b, "")
-    return diffs

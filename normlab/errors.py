@@ -13,3 +13,12 @@ class DataError(ValueError):
 class CheckpointError(RuntimeError):
     """Every checkpoint of a run directory is unreadable: the run neither resumes nor silently
     starts over (``resume=restart`` asks for that)."""
+
+
+class ComposeError(ValueError):
+    """Hydra could not compose the config of a command that composes it itself (normlab-tune);
+    ``lines``: normlab's hints, then Hydra's message in one line."""
+
+    def __init__(self, lines: list[str]):
+        super().__init__("\n".join(lines))
+        self.lines = lines

@@ -33,7 +33,9 @@ TABLE = (
     ),
     (
         CRASHED,
-        'training crashed: status "failed", traceback.txt in the run directory; re-running resumes',
+        'training crashed: status "failed", traceback.txt in the run directory; re-running resumes. '
+        "Also the run directory could not be written (a full disk, a read-only mount): one line "
+        "names the file, the status is recorded where it still could be",
     ),
     (
         LOCKED,
@@ -48,7 +50,7 @@ TABLE = (
     ),
     (
         PREEMPTED,
-        'SIGTERM or SIGUSR1: a checkpoint was written, status "preempted"; re-run the same command to '
+        'SIGTERM, SIGUSR1 or SIGHUP: a checkpoint was written, status "preempted"; re-run the same command to '
         "resume",
     ),
     (

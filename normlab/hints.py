@@ -4,6 +4,7 @@ for a key Hydra refused, the valid keys at that level and the closest one."""
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Iterator, Optional
 
 import yaml
@@ -107,3 +108,21 @@ def explain_unknown_keys(argv: list[str]) -> list[str]:
                 )
             break
     return hints
+
+
+def composition_error(error: Exception, overrides: list[str]) -> list[str]:
+    """What a command that composes the config itself prints when Hydra cannot: normlab's key
+    hints first, then Hydra's message in one line (its options listed, the closest named)
+    without its config search path or its advice to add a misspelled key with '+'."""
+    hints = explain_unknown_keys([o for o in overrides if "=" in o])
+    text = str(error).split("Config search path")[0]
+    lines = [ln for ln in text.splitlines() if ln.strip()] or [type(error).__name__]
+    first, options = lines[0].strip(), [ln.strip() for ln in lines[1:] if ln[:1] in "\t "]
+    line = f"normlab: could not compose the config: {first}"
+    if options:
+        line += f"; available: {', '.join(options)}"
+        missing = re.search(r"Could not find '([^/']+)/([^']+)'", first)
+        close = missing and difflib.get_close_matches(missing.group(2), options, 1)
+        if close:
+            line += f"; did you mean {missing.group(1)}={close[0]}?"
+    return hints + [line]

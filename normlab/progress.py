@@ -43,7 +43,7 @@ class Lines:
 
     def __init__(self, total: int, initial: int, desc: str):
         self.total, self.n, self.desc = total, initial, desc
-        self.start, self.postfix = time.time(), ""
+        self.start, self.postfix = time.monotonic(), ""
         self.next = (initial * 10 // max(total, 1) + 1) * total / 10
 
     def update(self, k: int = 1) -> None:
@@ -52,7 +52,7 @@ class Lines:
             self.next = (self.n * 10 // max(self.total, 1) + 1) * self.total / 10
             print(
                 f"[normlab] {self.desc}: step {self.n}/{self.total} ({100 * self.n // max(self.total, 1)}%)"
-                f"{self.postfix}, {duration(time.time() - self.start)}",
+                f"{self.postfix}, {duration(time.monotonic() - self.start)}",
                 file=sys.stderr,
                 flush=True,
             )

@@ -124,8 +124,37 @@ def job_part(cfg) -> dict:
 
 
 def _resolver(*, _root_) -> str:
-    return segment(job_part(_root_))
+    part = job_part(_root_)
+    try:
+        return segment(part)
+    except Exception:  # noqa: BLE001 - e.g. norm.name=bogus: no defaults to diff against
+        # Hydra makes the run directory before normlab checks the config, which then refuses it
+        # in one line (and removes the folder); a failure here was Hydra's 169-line dump instead.
+        digest = hashlib.sha1(json.dumps(part, sort_keys=True, default=str).encode()).hexdigest()
+        return f"unlisted~{digest[:10]}/"
 
 
-# ${normlab.setting:} in hydra.run.dir / hydra.sweep.subdir (configs/hydra/default.yaml).
+def folder(value: Any) -> str:
+    """``value`` as one folder of the run path. Hydra makes the run directory before normlab
+    checks the config; a value that cannot be one folder (a '/', '..', NUL, over MAX_SEGMENT
+    bytes, not UTF-8) becomes 'invalid~<digest>' so that the check, not mkdir, says what is wrong
+    (one line, exit 2, the folder removed) and nothing is made outside the run root."""
+    text = str(value)
+    try:
+        raw = text.encode()
+    except UnicodeEncodeError:  # a lone surrogate: bytes of the command line that are not UTF-8
+        raw = b""
+    if (
+        raw
+        and "/" not in text
+        and "\0" not in text
+        and text not in (".", "..")
+        and len(raw) <= MAX_SEGMENT
+    ):
+        return text
+    return "invalid~" + hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+
+
+# ${normlab.setting:} and ${normlab.folder:...} in hydra.run.dir / hydra.sweep.* (configs/hydra/default.yaml).
 OmegaConf.register_new_resolver("normlab.setting", _resolver, replace=True, use_cache=False)
+OmegaConf.register_new_resolver("normlab.folder", folder, replace=True, use_cache=False)

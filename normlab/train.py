@@ -31,6 +31,7 @@ from .config import CONFIGS
 from .errors import CheckpointError
 from .files import remove_empty_dirs
 from .hints import explain_unknown_keys
+from .run import workers
 from .run.callbacks import Outcome, record_failure
 from .run.prepare import USER_ERRORS
 from .run.runlock import RunLocked
@@ -46,8 +47,11 @@ def _main(cfg: DictConfig) -> Outcome:
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN
     run_dir = Path(hc.runtime.output_dir)
+    if multirun and workers.in_worker(str(hc.launcher.get("_target_", ""))):
+        workers.watch_parent()  # a sweep killed outright leaves no worker training
     try:
-        summary = run(cfg, run_dir, list(hc.overrides.task))
+        with workers.Busy():
+            summary = run(cfg, run_dir, list(hc.overrides.task))
         if summary["status"] in exitcodes.STOPPED:
             sys.exit(
                 exitcodes.STOPPED[summary["status"]]
@@ -78,14 +82,35 @@ def _main(cfg: DictConfig) -> Outcome:
             )  # nothing was written: no empty folders
             sys.exit(exitcodes.BAD_INPUT)
         error = e
+    except OSError as e:  # the run directory cannot be written: a full disk, a read-only mount
+        if _rank() == 0:
+            print(f"normlab: error: {io_error(e, run_dir)}", file=sys.stderr)
+        remove_empty_dirs(run_dir, Path(cfg.paths.root).parent)  # a run refused at its start
+        if not multirun:
+            sys.exit(exitcodes.CRASHED)
+        error = e
     except Exception as e:
         if not multirun or int(os.environ.get("WORLD_SIZE", "1")) > 1:
             raise
         traceback.print_exc()  # run() already wrote status "failed" and traceback.txt
         error = e
     if _rank() == 0:  # the sweep goes on; SweepSummary counts this job as failed
-        record_failure(run_dir, cfg, error)
+        try:
+            record_failure(run_dir, cfg, error)
+        except OSError:  # the disk that failed the job: its line above says so
+            pass
     return Outcome(float("nan"), "failed")
+
+
+def io_error(e: OSError, run_dir: Path) -> str:
+    """One line for an I/O error while a run writes its directory (summary.json, a checkpoint,
+    the log): which file, why, and that re-running resumes."""
+    where = e.filename or run_dir
+    return (
+        f"could not write {where}: {e.strerror or e}; the run's status is recorded only where it "
+        "could still be written. Free space or make the run directory writable, then re-run the "
+        "same command: it resumes from the last checkpoint"
+    )
 
 
 def main() -> None:

@@ -32,9 +32,10 @@ import yaml
 
 from . import exitcodes
 from .commands import version_text
-from .config import CONFIGS, same_experiment
+from .config import CONFIGS, SAFE_NAME
 from .config_keys import compose
-from .errors import ConfigError
+from .errors import ComposeError, ConfigError
+from .experiment import same_experiment
 from .run.runlock import RunLock, RunLocked
 from .run.stopsignals import status_of
 from .trialjob import TrialJob
@@ -240,15 +241,23 @@ def main(argv=None) -> int:
     if a.trials is not None and a.trials < 1:
         raise ConfigError(f"--trials {a.trials}: the total number of trials must be at least 1")
     import optuna
+    from hydra.errors import HydraException
     from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
 
+    from .hints import composition_error
     from .tasks import get_task_class
 
     spec = load_search(a.search)
     overrides = list(a.overrides)
     if not any(o.startswith("name=") for o in overrides):
         overrides.append(f"name=tune_{a.search}")
-    cfg = compose(overrides)
+    try:
+        cfg = compose(overrides)
+    except (HydraException, OmegaConfBaseException) as e:
+        raise ComposeError(composition_error(e, overrides)) from None
+    if not SAFE_NAME.fullmatch(str(cfg.name)):
+        raise ConfigError(f"name={cfg.name!r}: the search's folder name: {SAFE_NAME.pattern}")
     ranges = space(spec, cfg)
     sweep_dir = Path(cfg.paths.root) / cfg.scale / cfg.name
     sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -347,6 +356,9 @@ def refused(study, trial, storage, name: str) -> None:
 def cli() -> None:
     try:
         sys.exit(main())
+    except ComposeError as e:
+        print("\n".join(e.lines), file=sys.stderr)
+        sys.exit(exitcodes.COMPOSE)
     except (ConfigError, RunLocked) as e:
         print(f"normlab-tune: error: {e}", file=sys.stderr)
         sys.exit(exitcodes.LOCKED if isinstance(e, RunLocked) else exitcodes.BAD_INPUT)

@@ -97,7 +97,7 @@ def expect(error, match, overrides, tmp, run_dir, before, data_dir=None):
             r"unknown key\(s\) \['task.train.lrr'\].*did you mean task.train.lr\?",
         ),
         ("task.data.batch_size=0", r"task.data.batch_size=0: a batch needs a positive size"),
-        ("seed=-1", r"seed=-1: must be an integer >= 0"),
+        ("seed=-1", r"seed=-1: must be an integer from 0 to 4294967295"),
         ("+logger.tensorboard=yes", r"logger.tensorboard='yes': must be true or false"),
         ("precision=fp8", r"precision='fp8': must be one of \['fp32', 'tf32', 'bf16', 'fp16'\]"),
         ("compile=maybe", r"compile='maybe': must be true or false"),
@@ -407,6 +407,16 @@ CLI_CASES = [
     # the value named is the one that took effect: the last of two overrides of a key
     ("task.train.max_steps=-5", 2, "set on the command line: task.train.max_steps=-5"),
     ("name=a/b", 2, "name='a/b': the experiment name is one folder of the run root"),
+    # values that cannot be one folder of the run path reached mkdir inside Hydra (exit 1)
+    ("name=" + "a" * 300, 2, "(302 characters): the experiment name is one folder"),
+    ("seed=" + "9" * 300, 2, "seed=99999999999999999999...(300 characters): larger than a 64-bit"),
+    ("seed=4294967296", 2, "seed=4294967296: must be an integer from 0 to 4294967295"),
+    ("task.data.reader.n_train=" + "9" * 400, 2, "task.data.reader.n_train=9999"),
+    # no defaults to name the run folder by: Hydra's 169-line dump
+    ("norm.name=bogus", 2, "norm=bogus: unknown norm 'bogus'"),
+    # the synthetic task's reader options passed to RT's reader: a TypeError traceback
+    ("task.name=rt", 2, "task.data.reader.length: not an option of task rt's reader"),
+    ("task.model.d_model=1000000000000", 2, "the model does not fit in memory"),
 ]
 
 
@@ -539,3 +549,26 @@ def test_yaml_aliases_in_a_run_directory_are_refused_before_they_expand(tmp_path
 
     assert eval_main([str(bomb)]) == 2
     assert "config.yaml:1: YAML anchors and aliases are refused" in capsys.readouterr().err
+
+
+def test_a_search_whose_config_cannot_be_composed_says_so_in_normlab_lines(tmp_path):
+    import subprocess
+    import sys
+
+    base = [sys.executable, "-m", "normlab.tune", "--trials", "1", "--", "task=rt", "scale=smoke"]
+    base.append(f"paths.root={tmp_path / 'runs'}")
+    for bad, match in [
+        ("norm=rmsnrom", "Could not find 'norm/rmsnrom'; available: adanorm,"),
+        ("task.train.lrr=1e-3", "task.train.lrr is not a config key"),
+    ]:
+        out = subprocess.run([*base, bad], capture_output=True, text=True, timeout=300)
+        lines = out.stderr.strip().splitlines()
+        assert out.returncode == 1 and len(lines) <= 2 and match in lines[0], out.stderr
+        assert "Traceback" not in out.stderr and "+task.train" not in out.stderr
+    assert (
+        "did you mean norm=rmsnorm?"
+        in subprocess.run(
+            [*base, "norm=rmsnrom"], capture_output=True, text=True, timeout=300
+        ).stderr
+    )
+    assert not (tmp_path / "runs").exists()

@@ -2,8 +2,10 @@
 pyproject.toml installs."""
 
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -14,8 +16,25 @@ from normlab.commands import COMMANDS
 
 def test_the_listed_commands_are_the_installed_entry_points():
     tomllib = pytest.importorskip("tomllib")
+    from normlab import entry
+
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
-    assert {name: entry for name, entry, _ in COMMANDS} == scripts
+    assert scripts == {name: f"normlab.entry:{name.replace('-', '_')}" for name, _, _ in COMMANDS}
+    for name, target, _ in COMMANDS:  # each entry point runs its command's main
+        assert target in getattr(entry, name.replace("-", "_")).__doc__
+
+
+def test_ctrl_c_while_a_command_starts_is_one_line_and_exit_130():
+    # SIGINT lands while torch and Hydra are imported, before normlab-train's own handler exists
+    code = "from normlab.entry import normlab_train; normlab_train()"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "--help"], cwd=REPO, stderr=subprocess.PIPE, text=True
+    )
+    time.sleep(1.0)  # inside the imports (about 2 s); earlier, Python's own start-up may drop it
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "Traceback" not in err, err[-2000:]
+    assert "interrupted (Ctrl-C)" in err and len(err.strip().splitlines()) == 1, err
 
 
 @pytest.mark.parametrize(

@@ -92,7 +92,7 @@ def wait_for_step(proc, run, step):
         time.sleep(0.01)
 
 
-# SIGTERM/SIGUSR1 are a scheduler preempting the job, SIGINT is Ctrl-C: each writes a checkpoint
+# SIGTERM/SIGUSR1 are a scheduler preempting the job, SIGHUP a lost terminal, SIGINT is Ctrl-C: each writes a checkpoint
 # at the current step and exits with its own code; a second Ctrl-C right after is ignored.
 @pytest.mark.parametrize(
     "sig, code, status, repeat",
@@ -100,6 +100,8 @@ def wait_for_step(proc, run, step):
         (signal.SIGTERM, 75, "preempted", 1),
         (signal.SIGINT, 130, "interrupted", 2),
         pytest.param(signal.SIGUSR1, 75, "preempted", 1, marks=pytest.mark.slow),
+        # the terminal went away: it used to kill the run with no checkpoint (no handler)
+        pytest.param(signal.SIGHUP, 75, "preempted", 1, marks=pytest.mark.slow),
     ],
 )
 @pytest.mark.slow

@@ -285,7 +285,7 @@ def test_no_unsafe_deserialisation_in_normlab():
 
 
 def test_a_run_written_before_a_key_existed_is_the_same_experiment_at_the_old_behaviour():
-    from normlab.config import same_experiment
+    from normlab.experiment import same_experiment
 
     old = {"seed": 1, "task": {"name": "rt", "train": {"lr": 0.002}}}
     new = {

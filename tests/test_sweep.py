@@ -51,7 +51,7 @@ def test_sweep_survives_crash_divergence_and_bad_input(tmp_path, monkeypatch):
     for norm in ("layernorm", "rmsnorm", "dyt"):
         bad = read_json(root / norm / "seed-1" / "summary.json")
         assert bad["status"] == "failed" and bad["before_training"]
-        assert "seed=-1: must be an integer >= 0" in bad["error"]
+        assert "seed=-1: must be an integer from 0 to 4294967295" in bad["error"]
         assert sorted(p.name for p in (root / norm / "seed-1").iterdir()) == ["summary.json"]
 
     # Again, without the faults: finished jobs are skipped, the crashed one runs to the end.

@@ -16,6 +16,8 @@ the basic sweeper. This module imports neither torch nor normlab's training code
 hints are looked up only for a point that failed in normlab's own app.
 """
 
+import contextlib
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,9 +77,14 @@ class NormlabSweeper(BasicSweeper):
             results: List[Optional[JobReturn]] = [self._compose_error(o) for o in batch]
             errors += [r._return_value for r in results if r is not None]
             for span in runs([r is None for r in results]):
-                launched = self.launcher.launch(
-                    [batch[i] for i in span], initial_job_idx=first + span.start
-                )
+                with self._stops() as stops:
+                    try:
+                        launched = self.launcher.launch(
+                            [batch[i] for i in span], initial_job_idx=first + span.start
+                        )
+                    finally:
+                        if stops is not None and stops.code() is not None:
+                            self._stopped(stops)
                 for r in launched:
                     _ = r.return_value  # as the basic sweeper: a job that raised ends the sweep
                 results[span.start : span.stop] = launched
@@ -86,6 +93,25 @@ class NormlabSweeper(BasicSweeper):
         if errors and not self._summary_counts_them():
             raise errors[0]
         return returns
+
+    def _stops(self):
+        """normlab.run.workers.SweepStops around a launch whose jobs run in worker processes
+        (joblib): a stop signal reaches the workers and ends the sweep with its code."""
+        if "joblib" not in type(self.launcher).__module__ or not self._summary_counts_them():
+            return contextlib.nullcontext(None)
+        from normlab.run.workers import SweepStops
+
+        return SweepStops()
+
+    @staticmethod
+    def _stopped(stops) -> None:
+        name = signal.Signals(stops.signum).name
+        print(
+            f"[normlab] {name}: the sweep stopped; its running jobs wrote checkpoints. Re-run the "
+            "same command to resume it",
+            file=sys.stderr,
+        )
+        sys.exit(stops.code())
 
     def _summary_counts_them(self) -> bool:
         callbacks = self.config.hydra.get("callbacks") or {}

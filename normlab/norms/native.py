@@ -37,7 +37,7 @@ TANH, ERF = 0, 1
 
 def build_seconds(since: float = 0.0) -> float:
     """Seconds this process spent building the kernels (or waiting for another process's build)
-    after the time ``since`` (time.time()): a run leaves them out of its wall time."""
+    after the time ``since`` (time.monotonic()): a run leaves them out of its wall time."""
     began, spent = _state.get("build", (0.0, 0.0))
     return spent if began >= since else 0.0
 
@@ -64,7 +64,7 @@ def load():
 
         cap = torch.backends.cpu.get_cpu_capability()
         flags = ["-O3", "-fopenmp", *([_ARCH[cap]] if cap in _ARCH else [])]
-        began = time.time()
+        began = time.monotonic()
         _state["mod"], spent = native_build.load(
             f"normlab_norms_{cap.lower()}", _CSRC, build_dir(), cap, flags
         )

@@ -82,7 +82,7 @@ def session(script: str, argv: Optional[list], started_utc: str, start: float, *
     return {
         "command": command(script, argv),
         "started_utc": started_utc,
-        "wall_time_s": round(time.time() - start, 1),
+        "wall_time_s": round(time.monotonic() - start, 1),
         **fields,
         "machine": gitinfo.machine(),
         "data_dir": os.environ.get("NORMLAB_DATA"),

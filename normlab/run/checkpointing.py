@@ -9,8 +9,8 @@ from typing import Optional
 
 import torch
 
-from ..config import same_experiment
 from ..errors import CheckpointError
+from ..experiment import same_experiment
 from . import distributed
 
 

@@ -8,6 +8,7 @@ the terminal only; a log gets the training loop's per-tenth lines instead (norml
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -17,19 +18,32 @@ from typing import Optional, TextIO
 class _Tee:
     def __init__(self, stream: TextIO, file: TextIO):
         self.stream, self.file = stream, file
+        self.lost = False  # the console went away: a closed pipe (| head), a hung-up terminal
+        self.file_lost = False
+
+    def _console(self, call) -> None:
+        if self.lost:
+            return
+        try:
+            call()
+        except (OSError, ValueError):  # the run goes on; the file keeps the log
+            self.lost = True
 
     def write(self, text: str) -> int:
-        n = self.stream.write(text)
-        if "\r" not in text:
-            self.file.write(text)
-            self.file.flush()
-        return n
+        self._console(lambda: self.stream.write(text))
+        if "\r" not in text and not self.file_lost:
+            try:
+                self.file.write(text)
+                self.file.flush()
+            except OSError:  # a full disk: the console keeps the lines; the checkpoint decides
+                self.file_lost = True
+        return len(text)
 
     def flush(self) -> None:
-        self.stream.flush()
+        self._console(self.stream.flush)
 
     def isatty(self) -> bool:
-        return self.stream.isatty()
+        return not self.lost and self.stream.isatty()
 
     def __getattr__(self, name):  # fileno, encoding, ...: the console's
         return getattr(self.stream, name)
@@ -45,10 +59,14 @@ class ConsoleLog:
         """Start copying the console to the file (the run directory exists now)."""
         if not self.enabled or self.file is not None:
             return
-        self.file = open(self.path, "a", encoding="utf-8")
-        self.file.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(sys.argv)}\n")
-        self.file.flush()  # a job killed outright still leaves its header
-        self._saved = (sys.stdout, sys.stderr)
+        file = open(self.path, "a", encoding="utf-8")
+        try:
+            file.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(sys.argv)}\n")
+            file.flush()  # a job killed outright still leaves its header
+        except OSError:
+            file.close()
+            raise
+        self.file, self._saved = file, (sys.stdout, sys.stderr)
         sys.stdout, sys.stderr = _Tee(sys.stdout, self.file), _Tee(sys.stderr, self.file)
 
     def __enter__(self) -> ConsoleLog:
@@ -57,6 +75,13 @@ class ConsoleLog:
     def __exit__(self, *exc) -> None:
         if self.file is None:
             return
-        sys.stdout, sys.stderr = self._saved
-        self.file.close()
+        tees = (sys.stdout, sys.stderr)
+        sys.stdout, sys.stderr = (
+            open(os.devnull, "w") if isinstance(t, _Tee) and t.lost else saved
+            for t, saved in zip(tees, self._saved)
+        )  # a lost console stays quiet: Python's flush at exit would print a BrokenPipeError
+        try:
+            self.file.close()
+        except OSError:  # the disk filled: the run's status says what happened, not this
+            pass
         self.file = None

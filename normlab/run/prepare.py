@@ -11,8 +11,9 @@ from typing import Optional
 import yaml
 from omegaconf import DictConfig
 
-from ..config import load_job, same_experiment
+from ..config import load_job
 from ..errors import ConfigError, DataError
+from ..experiment import same_experiment
 from ..files import RefusedYaml, read_yaml
 from ..progress import enable_bars
 from ..rundir import FINAL, read_summary

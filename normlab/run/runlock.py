@@ -56,12 +56,15 @@ class RunLock:
             if same:
                 break
             os.close(fd)
-        os.ftruncate(fd, 0)
-        os.write(
-            fd,
-            f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(),
-        )
         self.fd = fd
+        try:  # who holds it, for the message of a second process; the lock holds without it
+            os.ftruncate(fd, 0)
+            os.write(
+                fd,
+                f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(),
+            )
+        except OSError:  # a full disk: the run then stops on its own first write, lock removed
+            pass
         return self
 
     def __exit__(self, *exc) -> None:

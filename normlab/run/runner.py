@@ -58,6 +58,15 @@ def build(job: Job, task, run_dir: Path, ctx: distributed.Dist) -> Trainer:
         )
     except ConfigError:
         raise
+    except (MemoryError, RuntimeError) as e:
+        if not isinstance(e, MemoryError) and "memory" not in str(e).lower():
+            raise
+        first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+        raise ConfigError(
+            f"task {job.task.name}: the model does not fit in memory ({first}); lower "
+            f"task.model.d_model or the number of layers, or use a smaller scale= (scale "
+            f"{job.scale})"
+        ) from None
     except (ValueError, TypeError) as e:
         if isinstance(e, TypeError) and "unexpected keyword" not in str(e):
             raise  # a bug, not a config value
@@ -112,7 +121,7 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Optional[list[str]] = None) -
     A completed or diverged run is skipped; an interrupted or failed one resumes from its last
     checkpoint. User errors (ConfigError, DataError) are raised before anything is written.
     """
-    start = time.time()
+    start = time.monotonic()  # durations: a wall clock set back mid-run gave negative times
     run_dir = Path(run_dir)
     ctx = distributed.init(cfg.get("device", default("device")))
     # One process trains a run directory at a time: a second one (another sweep, a re-submitted
@@ -186,7 +195,10 @@ def _run_locked(cfg, run_dir: Path, overrides, ctx, start: float, console: Conso
         except Exception as e:
             status, error = "failed", f"{type(e).__name__}: {e}"
             if ctx.main:
-                atomic_write_bytes(run_dir / "traceback.txt", traceback.format_exc().encode())
+                try:
+                    atomic_write_bytes(run_dir / "traceback.txt", traceback.format_exc().encode())
+                except OSError:  # the disk that failed the run: the console gets it instead
+                    traceback.print_exc()
             if ctx.enabled:  # the other ranks may be blocked in a collective: end the whole job
                 _summarise(job, task, trainer, run_dir, status, error, {}, previous, start)
                 trainer.logger.close(1)
@@ -261,7 +273,7 @@ def _summarise(job, task, trainer, run_dir, status, error, test, previous, start
         # a first run on a machine may build the native kernels: that is set-up, not this run's time
         "wall_time_s": (
             previous.get("wall_time_s", 0.0)
-            + time.time()
+            + time.monotonic()
             - start
             - native.build_seconds(since=start)
         ),

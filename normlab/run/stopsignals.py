@@ -1,5 +1,5 @@
-"""Stop signals during training: SIGTERM and SIGUSR1 (a scheduler preempting the job) and SIGINT
-(Ctrl-C) end the run at the next step boundary with a checkpoint, instead of killing it mid-step.
+"""Stop signals during training: SIGTERM and SIGUSR1 (a scheduler preempting the job), SIGHUP (the
+terminal went away) and SIGINT (Ctrl-C) end the run at the next step boundary with a checkpoint, instead of killing it mid-step.
 
 The first signal is recorded and acted on by the training loop; later ones only say that the
 checkpoint is still being written, so a second Ctrl-C cannot tear the save. The handlers stay
@@ -16,7 +16,8 @@ import sys
 import threading
 from typing import Optional
 
-SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)
+# SIGHUP: the terminal went away (an ssh session dropped); the drivers pass it on as SIGTERM
+SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT, signal.SIGHUP)
 PR_SET_PDEATHSIG = 1
 
 
@@ -59,18 +60,19 @@ class StopSignals:
 
     def handle(self, signum, frame=None) -> None:
         name = signal.Signals(signum).name
-        if self.signum is None:
+        first = self.signum is None
+        if first:
             self.signum = signum
-            if self.announce:
-                print(
-                    f"\n[normlab] {name}: stopping after the current step and writing a checkpoint",
-                    file=sys.stderr,
-                    flush=True,
-                )
-        elif self.announce:
+        if not self.announce:
+            return
+        try:  # after SIGHUP the terminal may be gone: saying so must not stop the stop
             print(
-                f"[normlab] {name} again: still writing the checkpoint; it is not cut short "
+                f"\n[normlab] {name}: stopping after the current step and writing a checkpoint"
+                if first
+                else f"[normlab] {name} again: still writing the checkpoint; it is not cut short "
                 "(SIGKILL would lose the steps since the last one)",
                 file=sys.stderr,
                 flush=True,
             )
+        except (OSError, ValueError):
+            pass

@@ -76,7 +76,8 @@ class Executor:
         self.running: dict[JobProcess, object] = {}
         self.stops = StopForwarding(AS_PREEMPTION, self._announce)
         self.stops.jobs = self.running  # a stop reaches whatever runs at that moment
-        self.start = time.time()
+        # the budget's clock: a wall clock set back does not extend the slice
+        self.start = time.monotonic()
 
     @property
     def stop_signal(self) -> Optional[str]:
@@ -89,7 +90,7 @@ class Executor:
         )
 
     def over_budget(self) -> bool:
-        return self.budget_min is not None and time.time() - self.start > 60 * self.budget_min
+        return self.budget_min is not None and time.monotonic() - self.start > 60 * self.budget_min
 
     def run(self) -> SliceResult:
         out = SliceResult()
@@ -186,7 +187,7 @@ class Executor:
                         named - len(self.study.plan()),
                         total,
                         out.trained,
-                        time.time() - self.start,
+                        time.monotonic() - self.start,
                         self.tag,
                     )
                 )

@@ -44,7 +44,8 @@ def costs(runs: Iterable) -> tuple[dict, dict]:
     walls, params = defaultdict(list), defaultdict(list)
     for r in runs:
         s = r.summary if hasattr(r, "summary") else r
-        if s.get("wall_time_s"):
+        # a run written before durations used a monotonic clock may hold a negative one
+        if (s.get("wall_time_s") or 0) > 0:
             walls[s["task"]].append(float(s["wall_time_s"]))
         if s.get("params"):
             params[s["task"]].append(int(s["params"]))

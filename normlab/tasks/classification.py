@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 
 import torch
@@ -12,7 +13,7 @@ from ..data.batching import LazyBatches, bucket_batches, epoch_generator, pad
 from ..data.cache import cached
 from ..data.subset import check_cap, seeded_subset
 from ..data.text import Ragged, Vocab, tokenize
-from ..errors import DataError
+from ..errors import ConfigError, DataError
 from ..models.spec import spec
 from ..models.transformer import TransformerConfig
 from . import trivial
@@ -31,6 +32,19 @@ class ClassificationTask(Task):
     files: tuple[str, ...] = ()  # source files that key the cache
 
     def read(self) -> tuple[dict, str]: ...
+
+    def read_with(self, reader, *args) -> tuple[dict, str]:
+        """``reader(*args, **task.data.reader)``; an option the reader does not take is a config
+        error naming it (a typo, or task.name pointed at another task than its task file's)."""
+        options = dict(self.cfg.data.get("reader") or {})
+        takes = list(inspect.signature(reader).parameters)[len(args) :]
+        unknown = sorted(set(options) - set(takes))
+        if unknown:
+            raise ConfigError(
+                f"task.data.reader.{unknown[0]}: not an option of task {self.name}'s reader "
+                f"(it takes {takes}); fix normlab/configs/task/{self.name}.yaml or the command line"
+            )
+        return reader(*args, **options)
 
     def _source_files(self) -> list:
         return [self.data_dir / f for f in self.files if (self.data_dir / f).exists()]
@@ -160,7 +174,7 @@ class RTTask(ClassificationTask):
     name, files = "rt", ("rt-polarity.pos", "rt-polarity.neg")
 
     def read(self):
-        return readers.read_rt(self.data_dir, **(self.cfg.data.get("reader") or {}))
+        return self.read_with(readers.read_rt, self.data_dir)
 
 
 @register_task("sst2")
@@ -168,7 +182,7 @@ class SST2Task(ClassificationTask):
     name, files = "sst2", ("train.tsv", "dev.tsv")
 
     def read(self):
-        return readers.read_sst2(self.data_dir, **(self.cfg.data.get("reader") or {}))
+        return self.read_with(readers.read_sst2, self.data_dir)
 
 
 @register_task("imdb")
@@ -176,7 +190,7 @@ class IMDBTask(ClassificationTask):
     name, files = "imdb", ("aclImdb.tar.gz", "aclImdb_v1.tar.gz", "aclImdb/README")
 
     def read(self):
-        return readers.read_imdb(self.data_dir, **(self.cfg.data.get("reader") or {}))
+        return self.read_with(readers.read_imdb, self.data_dir)
 
 
 @register_task("synthetic_cls")
@@ -187,4 +201,4 @@ class SyntheticTask(ClassificationTask):
     no_trivial_baseline = "none (generated data)"
 
     def read(self):
-        return readers.synthetic(**(self.cfg.data.get("reader") or {}))
+        return self.read_with(readers.synthetic)
