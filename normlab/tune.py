@@ -21,84 +21,21 @@ summary.json; ``optuna-dashboard <journal>`` shows the study interactively.
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import signal
 import sys
 from pathlib import Path
-from typing import Optional
-
-import yaml
 
 from . import exitcodes
 from .commands import version_text
-from .config import CONFIGS, SAFE_NAME
+from .config import SAFE_NAME
 from .config_keys import compose
 from .errors import ComposeError, ConfigError
 from .experiment import same_experiment
 from .run.runlock import RunLock, RunLocked
 from .run.stopsignals import status_of
+from .search_space import SEARCHES, load_search, space, suggest
 from .trialjob import TrialJob
-
-SEARCHES = CONFIGS / "hparams_search"
-
-
-def load_search(name: str) -> dict:
-    path = SEARCHES / f"{name}.yaml"
-    if "/" in name or "\\" in name or name.startswith(".") or not path.exists():
-        raise ConfigError(
-            f"--search {name}: no {path}; presets: {sorted(p.stem for p in SEARCHES.glob('*.yaml'))}"
-        )
-    spec = yaml.safe_load(path.read_text())
-    for key, p in spec["params"].items():
-        if p.get("type") not in ("float", "int", "categorical"):
-            raise ConfigError(f"{path}: params.{key}.type must be float, int or categorical")
-    return spec
-
-
-def _round(v: float) -> float:
-    return float(
-        f"{v:.3g}"
-    )  # a readable run folder (lr=0.00141); the value the job ran is recorded
-
-
-def space(spec: dict, cfg) -> dict:
-    """Concrete ranges: a ``factor`` or ``factor_choices`` is relative to the composed value."""
-    from omegaconf import OmegaConf
-
-    out = {}
-    for key, p in spec["params"].items():
-        base = OmegaConf.select(cfg, key)
-        if ("factor" in p or "factor_choices" in p) and not isinstance(base, (int, float)):
-            raise ConfigError(
-                f"search param {key}: factor needs a number at {key}, the config has {base!r}"
-            )
-        typ = (
-            int
-            if p["type"] == "int" or isinstance(base, int) and p["type"] == "categorical"
-            else float
-        )
-        if "factor_choices" in p:
-            out[key] = {
-                "type": "categorical",
-                "choices": sorted({typ(_round(base * f)) for f in p["factor_choices"]}),
-            }
-        elif "factor" in p:
-            lo, hi = (base * f for f in p["factor"])
-            out[key] = {**p, "low": typ(lo), "high": typ(hi)}
-        else:
-            out[key] = p
-    return out
-
-
-def suggest(trial, key: str, p: dict):
-    if p["type"] == "categorical":
-        return trial.suggest_categorical(key, p["choices"])
-    if p["type"] == "int":
-        return trial.suggest_int(key, int(p["low"]), int(p["high"]), log=bool(p.get("log")))
-    return _round(
-        trial.suggest_float(key, float(p["low"]), float(p["high"]), log=bool(p.get("log")))
-    )
+from .trials_table import finished, trial_value, write_table
 
 
 def run_dir_of(overrides: list[str]) -> Path:
@@ -153,74 +90,6 @@ def check_fixed(study, fixed: dict, searched: list[str], journal: Path) -> None:
             "start a new study with another name=... (its own folder), or delete that journal "
             "to start this one over"
         )
-
-
-def finished(study) -> int:
-    """Trials that count toward --trials: finished ones, not those a killed search left behind."""
-    return sum(
-        1
-        for t in study.get_trials(deepcopy=False)
-        if t.state.is_finished() and not t.user_attrs.get("stale")
-    )
-
-
-def trial_value(run_dir: Optional[str]) -> tuple[Optional[str], Optional[float]]:
-    """(status, objective) from a trial's own summary.json: what its job recorded, also when the
-    trial itself was marked failed (a job that finished after its search died)."""
-    from .run.runner import objective
-    from .rundir import read_summary
-
-    summary = read_summary(Path(run_dir) / "summary.json") if run_dir else {}
-    if not summary:  # none yet, or unreadable (named in a warning)
-        return None, None
-    value = objective(summary)
-    return summary.get("status"), None if math.isnan(value) else value
-
-
-def best_of(study, results: dict) -> Optional[tuple]:
-    """(trial, value) of the best completed run among the study's trials; ``results`` maps a trial
-    number to its run's (status, objective), read once from the summaries by write_table."""
-    maximize = study.direction.name == "MAXIMIZE"
-    done = [
-        (t, results[t.number][1])
-        for t in study.get_trials(deepcopy=False)
-        if results[t.number][0] == "completed" and results[t.number][1] is not None
-    ]
-    # a stale trial and the one that resumed it share a run: name the one that finished it
-    return (
-        max(done, key=lambda tv: (tv[1] if maximize else -tv[1], not tv[0].user_attrs.get("stale")))
-        if done
-        else None
-    )
-
-
-def write_table(study, path: Path) -> None:
-    params = study.user_attrs.get("params", [])
-    rows = [
-        "| trial | state | " + " | ".join(params) + " | run status | objective | run |",
-        "|---" * (len(params) + 5) + "|",
-    ]
-    trials = study.get_trials(deepcopy=False)
-    results = {t.number: trial_value(t.user_attrs.get("run_dir")) for t in trials}
-    for t in trials:
-        values = [str(t.user_attrs.get("used", {}).get(k, t.params.get(k, ""))) for k in params]
-        state = "stale (stopped; re-queued)" if t.user_attrs.get("stale") else t.state.name.lower()
-        status, value = results[t.number]
-        shown = "" if value is None else f"{value:.4f}"
-        rows.append(
-            f"| {t.number} | {state} | "
-            + " | ".join(values)
-            + f" | {status or ''} | {shown} | {t.user_attrs.get('run_dir', '')} |"
-        )
-    best = best_of(study, results)
-    if best:
-        b, value = best
-        rows += [
-            "",
-            f"Best: trial {b.number}, objective {value:.4f} ({study.user_attrs['direction']}), "
-            f"{json.dumps(b.user_attrs.get('used', b.params))}",
-        ]
-    path.write_text("\n".join(rows) + "\n")
 
 
 def main(argv=None) -> int:

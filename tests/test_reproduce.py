@@ -306,7 +306,7 @@ def test_committed_tables_are_recreated_from_committed_runs(res, tmp_path):
     ):  # make reproduce-tuned's own report (normlab/campaigns/xu2019/tuned.py)
         from normlab.campaigns.xu2019.tuned import recorded_extend, write_tuned_report
         from normlab.report import find_runs
-        from normlab.tune import load_search
+        from normlab.search_space import load_search
 
         factors = load_search("lr_grid")["params"]["task.train.lr"]["factor_choices"]
         written = write_tuned_report(

@@ -285,7 +285,7 @@ def parse(argv: Optional[list] = None) -> Request:
         max_seeds=max_seeds,
     )
     if tuned:
-        from ...tune import load_search
+        from ...search_space import load_search
         from .tuned import recorded_extend
 
         spec = load_search(a.search)["params"]["task.train.lr"]["factor_choices"]
