@@ -6,6 +6,7 @@ A leaf: it imports nothing heavy before the command does."""
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
 
 from .commands import COMMANDS
@@ -17,6 +18,7 @@ def run(target: str, name: str) -> None:
     try:
         main = getattr(importlib.import_module(module), func)
     except KeyboardInterrupt:  # the command's own handling is not in place yet
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this line
         print(
             f"\n{name}: interrupted (Ctrl-C) while starting; nothing was written", file=sys.stderr
         )

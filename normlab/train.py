@@ -13,6 +13,7 @@ collective), so a distributed sweep stops at the first crash; bad input still fa
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -120,6 +121,7 @@ def main() -> None:
     try:
         _main()
     except KeyboardInterrupt:  # Ctrl-C outside training (data set-up, the final test): no traceback
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this line
         if _rank() == 0:
             print(
                 "\nnormlab: interrupted (Ctrl-C) outside the training loop; what was written is kept: re-run "
