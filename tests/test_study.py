@@ -410,6 +410,63 @@ def test_a_study_finished_in_its_run_root_alone_is_staged_and_reported(clone, da
     assert not stage.exists() and "study complete" not in "".join(lines)
 
 
+@pytest.mark.slow  # make test-slow: four driver passes, about 2 minutes
+def test_a_study_retrained_for_some_tasks_keeps_the_others_at_their_commit(
+    clone, data_dir, tmp_path
+):
+    repo = tmp_path / "repo"  # its own clone: this test adds a commit
+    subprocess.run(["git", "clone", "-q", str(clone), str(repo)], check=True)
+    res = repo / "results" / "smoke"
+    base = ["--study", "fixed", "--scale", "smoke", "--norms", "layernorm", "--seeds", "2"]
+    base += ["--root", str(tmp_path / "runs"), "--no-figures"]
+
+    def drive(*args) -> str:
+        lines = []
+        assert finish(start(repo, data_dir, DRIVER, [*base, *args]), lines) == 0, "".join(lines)
+        return "".join(lines)
+
+    def commit_of(task) -> str:
+        path = res / "runs" / task / "layernorm" / "seed2" / "summary.json"
+        return json.loads(path.read_text())["git_commit"]
+
+    drive("--tasks", "rt,sst2")
+    first = commit_of("rt")
+    assert commit_of("sst2") == first
+    subprocess.run(
+        ["git", "commit", "-qm", "a changed preset", "--allow-empty"],
+        cwd=repo,
+        check=True,
+        env={**os.environ, **GIT_ENV},
+    )
+    # re-train rt alone at the new commit: its promotion replaced every reported copy, sst2's too
+    out = drive("--tasks", "rt", "--commit", "HEAD")
+    assert "study complete: 1 staged copies replace 1 reported ones" in out, out[-2000:]
+    second = commit_of("rt")
+    assert second != first and commit_of("sst2") == first
+    rec = json.loads((res / "reproduce.json").read_text())
+    assert rec["task_commits"] == {"rt": second, "sst2": first}
+    assert f"sst2 `{first[:12]}`" in (res / "README.md").read_text()
+    # continuing the folder: each task at its own commit, nothing to train
+    out = drive("--tasks", "rt,sst2")
+    assert "2 finished, 0 to train" in out and f"at commit {second[:12]}" in out, out[-2000:]
+
+
+def test_a_task_whose_runs_mix_two_commits_is_refused(tmp_path):
+    from normlab.study import pin
+
+    for seed, commit in ((2, "a" * 40), (3, "b" * 40)):
+        d = tmp_path / "rt" / "layernorm" / f"seed{seed}"
+        d.mkdir(parents=True)
+        (d / "summary.json").write_text(json.dumps({"task": "rt", "git_commit": commit}))
+    d = tmp_path / "sst2" / "layernorm" / "seed2"
+    d.mkdir(parents=True)
+    (d / "summary.json").write_text(json.dumps({"task": "sst2", "git_commit": "c" * 40}))
+    with pytest.raises(pin.PinError, match="the runs of task rt come from 2 commits"):
+        pin.task_commits(tmp_path)
+    shutil.rmtree(tmp_path / "rt" / "layernorm" / "seed3")
+    assert pin.task_commits(tmp_path) == {"rt": "a" * 40, "sst2": "c" * 40}
+
+
 def test_a_seed_with_no_role_is_refused(tmp_path):
     out = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "reproduce.py"), "--seeds", "7", "--plan"],

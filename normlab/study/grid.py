@@ -98,6 +98,9 @@ class Study(ABC):
         # task -> its task config at the code trained (less the lr), when known: a selection run
         # of another commit counts only if it was trained at it (a changed preset re-selects)
         self.presets: dict[str, dict] = {}
+        # task -> the commit of its committed copies, when the study continues what its results
+        # folder reports (staging.REPORTED): a task not re-trained keeps the runs of its commit
+        self.task_commits: dict[str, str] = {}
 
     # --- where ---
     @property
@@ -134,6 +137,14 @@ class Study(ABC):
             return True  # the run root is the commit's own
         if role_of(summary) == SELECTION and self.roles.get(job.seed) == SELECTION:
             return self.at_preset(where, job)
+        if (
+            job.task in self.task_commits
+            and self.committed
+            and where == Path(self.committed) / job.rel()
+        ):
+            return summary.get("git_commit") == self.task_commits[job.task] and not summary.get(
+                "git_dirty"
+            )
         return (
             summary.get("git_commit") == self.commit
             and bool(summary.get("git_dirty")) == self.dirty

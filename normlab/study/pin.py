@@ -43,6 +43,42 @@ def commit_of_copies(where: Path, keep: Optional[Callable[[dict], bool]] = None)
     return found[0] if found else None
 
 
+def task_commits(where: Path, keep: Optional[Callable[[dict], bool]] = None) -> dict[str, str]:
+    """task -> the one commit its run copies in ``where`` came from ("-dirty" as above). A results
+    folder may join tasks trained at different commits (a study re-trained for the tasks whose
+    preset changed); a task, and so a table row, never mixes two: PinError."""
+    found: dict[str, set] = {}
+    for f in sorted(Path(where).rglob("summary.json")) if Path(where).exists() else []:
+        try:
+            s = json.loads(f.read_text())
+        except ValueError:
+            continue
+        if (keep is None or keep(s)) and s.get("git_commit") and s.get("task"):
+            commit = s["git_commit"] + ("-dirty" if s.get("git_dirty") else "")
+            found.setdefault(s["task"], set()).add(commit)
+    mixed = {t: sorted(c) for t, c in found.items() if len(c) > 1}
+    if mixed:
+        task, commits = next(iter(sorted(mixed.items())))
+        raise PinError(
+            f"{where}: the runs of task {task} come from {len(commits)} commits "
+            f"({', '.join(c[:12] for c in commits)}); a row must not mix code versions: re-train "
+            "that task at one commit (--tasks, --commit) and promote it"
+        )
+    return {t: next(iter(c)) for t, c in sorted(found.items())}
+
+
+def newest(commits: Iterable[str]) -> str:
+    """The commit whose history holds all the others (PinError when they are not on one line)."""
+    commits = sorted(set(commits))
+    for c in commits:
+        if all(contains(c, o) for o in commits if o != c):
+            return c
+    raise PinError(
+        f"the runs come from commits on different branches ({', '.join(c[:12] for c in commits)}): "
+        "name the one to continue at with --commit"
+    )
+
+
 def _copy_commits(
     where: Path, keep: Optional[Callable[[dict], bool]] = None
 ) -> Iterable[Optional[str]]:

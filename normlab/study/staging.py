@@ -19,6 +19,9 @@ from ..report.runs import find_runs
 from . import pin
 
 STAGING = "staging"
+# how resolve() names a commit taken from a results folder's own copies: then each of its tasks
+# is continued at the commit its copies came from
+REPORTED = "the runs reported in"
 
 
 def staging_dir(out: Path) -> Path:
@@ -102,7 +105,7 @@ def resolve(
     ):  # a study whose runs it shares, e.g. the fixed-lr one
         reported = reported_commit(folder / "runs")
         if reported:
-            where = f"the runs reported in {folder.name}/runs (a new study at other code: --commit)"
+            where = f"{REPORTED} {folder.name}/runs (a new study at other code: --commit)"
             break
     return (
         *pin.resolve(stage / "runs", None, False, fallback=reported, keep=trained_by_study),
@@ -111,10 +114,13 @@ def resolve(
 
 
 def reported_commit(runs: Path) -> Optional[str]:
-    """The one commit of the reported (non-selection) copies in ``runs``; None when there are none
-    or they came from uncommitted code."""
-    commit = pin.commit_of_copies(runs, keep=trained_by_study)
-    return None if commit is None or commit.endswith("-dirty") else commit
+    """The commit of the reported (non-selection) copies in ``runs``, the newest when its tasks
+    were trained at different commits (each task keeps its own: Study.task_commits); None when
+    there are none or some came from uncommitted code."""
+    commits = set(pin.task_commits(runs, keep=trained_by_study).values())
+    if not commits or any(c.endswith("-dirty") for c in commits):
+        return None
+    return pin.newest(commits)
 
 
 def pin_study(
@@ -150,12 +156,14 @@ def discard(out: Path, named: Path) -> None:
     shutil.rmtree(stage, ignore_errors=True)
 
 
-def promote(out: Path) -> tuple[int, int]:
-    """Replace the reported copies of ``out`` with the staged ones; returns (removed, added)."""
+def promote(out: Path, tasks: Optional[list] = None) -> tuple[int, int]:
+    """Replace the reported copies of ``out`` with the staged ones; returns (removed, added).
+    ``tasks``: the study's; the reported copies of other tasks stay (a study re-trained for some
+    tasks only, e.g. those whose preset changed)."""
     stage, runs = staging_dir(out), Path(out) / "runs"
     removed = 0
     for r in find_runs([runs]) if runs.exists() else []:
-        if role_of(r.summary) != SELECTION:
+        if role_of(r.summary) != SELECTION and (tasks is None or r.task in tasks):
             shutil.rmtree(r.path)
             removed += 1
     added = 0

@@ -123,6 +123,12 @@ def run(r: Request, kind: Fixed) -> int:
         return 2
     r.root = pin.root_for(r.root, commit, dirty)
     grid = kind.grid(commit, dirty, code)
+    if source.startswith(staging.REPORTED):  # continuing the folder: each task at its own commit
+        try:
+            grid.task_commits = pin.task_commits(r.out / "runs", keep=staging.trained_by_study)
+        except pin.PinError as e:
+            print(f"[{tag}] error: {e}", file=sys.stderr)
+            return 2
     if r.plan:
         print(f"[plan] {kind.describe(commit, source, grid)}; staged in {rel(stage)}")
         print("\n".join(kind.plan_lines(grid)))
@@ -212,7 +218,7 @@ def run(r: Request, kind: Fixed) -> int:
         return 0
     if stage.exists():
         old = provenance.read(stage)
-        removed, added = staging.promote(r.out)
+        removed, added = staging.promote(r.out, r.tasks)
         if old:
             write_json(r.out / "reproduce.json", old)
         print(
@@ -221,16 +227,19 @@ def run(r: Request, kind: Fixed) -> int:
         )
     runs = find_runs([r.out / "runs"])
     written = kind.write_report(runs)
+    commits = pin.task_commits(r.out / "runs", keep=staging.trained_by_study)
     record = provenance.record(
         r.out,
         kind.make_command(),
         commit,
         dirty,
-        kind.reported(runs, commit),
+        kind.reported(runs, commits, commit),
         grid_record(r),
         session,
         absent=[],
         selection_record=selection,
+        # tasks trained at other commits than this study's (those it did not re-train)
+        **({"task_commits": commits} if len(set(commits.values())) > 1 else {}),
     )
     write_json(r.out / "reproduce.json", record)
     atomic_write_bytes(r.out / "README.md", readme(record, r.out, r.record_out).encode())

@@ -88,6 +88,15 @@ def readme(rec: dict, out: Path, shown: Optional[str] = None) -> str:
         )
         + "; commits recorded by the runs: "
         + ", ".join(f"`{c[:12]}` × {n}" for c, n in rec["run_git_commits"].items()),
+        *(
+            [
+                "- Each task's runs share one commit (a row never mixes two): "
+                + ", ".join(f"{t} `{c[:12]}`" for t, c in rec["task_commits"].items())
+                + "; re-create a task's runs with `--tasks TASK --commit COMMIT`"
+            ]
+            if rec.get("task_commits")
+            else []
+        ),
         f"- Tables written at git commit `{r.get('git_commit')}`"
         + (" (with uncommitted changes)" if r.get("git_dirty") else "")
         + f" ({r.get('utc')})",

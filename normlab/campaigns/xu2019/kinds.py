@@ -99,9 +99,15 @@ class Fixed:
         r = self.r
         return planning.lines(grid, reference=cost_reference(r), presets=presets(r))
 
-    def reported(self, runs: list, commit: str) -> list:
-        """The runs the record counts: this commit's (the selection record's copies stay beside them)."""
-        return [x for x in runs if x.summary.get("git_commit") == commit]
+    def reported(self, runs: list, task_commits: dict, commit: str) -> list:
+        """The runs the record counts: each task's own commit's (``task_commits``; ``commit`` for a
+        task without one), the selection record's copies beside them."""
+        return [
+            x
+            for x in runs
+            if x.summary.get("git_commit")
+            == task_commits.get(x.task, commit).removesuffix("-dirty")
+        ]
 
     def write_report(self, runs: list) -> dict:
         from ...make_report import report
@@ -146,7 +152,7 @@ class Tuned(Fixed):
             shared_note="with the fixed-lr study (its preset-lr runs)",
         )
 
-    def reported(self, runs: list, commit: str) -> list:
+    def reported(self, runs: list, task_commits: dict, commit: str) -> list:
         return runs  # the selection seed's lr grid is part of what the tuned report shows
 
     def write_report(self, runs: list) -> dict:
