@@ -27,6 +27,7 @@ from .runs import Run
 from .saturation import has_alpha, saturation_table
 from .settings import settings_table
 from .tables import Table
+from .time_to_target import profile_figure, time_to_target_table
 from .trained import gate, untrained_sentence
 
 
@@ -88,6 +89,9 @@ def write_report(
     if extra:
         extra[0].notes[:0] = [s for s in (untrained, regime) if s]
     extra.append(overfitting_table(grid))
+    speed = time_to_target_table(grid)
+    if speed.rows:  # without runs of the reference norm there is no target
+        extra.append(speed)
     base = baselines_table(grid, base)
     extra.append(base)
     if has_probe(grid):
@@ -114,6 +118,10 @@ def write_report(
                     out / "figures" / f"{key}.png",
                     out / "figures" / f"{key}.pdf",
                 ]
+        caption = profile_figure(grid, out / "figures")
+        if caption:
+            written["captions"]["time_to_target"] = caption
+            written["figures"] += [out / "figures" / f"time_to_target.{e}" for e in ("png", "pdf")]
         for key, caption in (campaign.figures(grid, out / "figures") if campaign else {}).items():
             written["captions"][key] = caption
             written["figures"] += [out / "figures" / f"{key}.png", out / "figures" / f"{key}.pdf"]
@@ -138,6 +146,7 @@ def write_report(
 OWN_TABLES = (
     "summary",
     "overfitting",
+    "time_to_target",
     "baselines",
     "grad_stats",
     "settings",
@@ -156,7 +165,7 @@ def _remove_stale(out: Path, written: dict, campaign: Campaign | None) -> None:
     did not write (e.g. a figure whose norms are gone), so no output describes other runs."""
     keep = {Path(p).resolve() for p in written["tables"] + written["figures"] + written["files"]}
     tables = own_tables(campaign)
-    figures = (*FIGURES, *(campaign.figure_keys if campaign else ()))
+    figures = (*FIGURES, "time_to_target", *(campaign.figure_keys if campaign else ()))
     own = [out / f"{k}.{e}" for k in tables for e in ("md", "csv", "tex", "json")]
     own += [out / "figures" / f"{k}.{e}" for k in figures for e in ("png", "pdf")]
     for p in own:

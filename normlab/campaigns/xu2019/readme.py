@@ -174,6 +174,33 @@ def tuned_lines(root: Path) -> list[str]:
     return out
 
 
+def _seconds(cell: str) -> float:
+    """The median of a time_to_target cell ("20.0 [10.0, 30.0]", "not reached")."""
+    head = cell.split(" [")[0]
+    return float("inf") if head.startswith("not") or not head else float(head)
+
+
+def time_to_target_lines(root: Path) -> list[str]:
+    """One line per norm from results/mini/time_to_target.csv: in how many tasks its median run
+    reached the target, in how many it was the fastest, and within 2x the fastest."""
+    rows = read_csv(root / "results/mini/time_to_target.csv")
+    tasks = list(dict.fromkeys(r["Task"] for r in rows))
+    fastest = {
+        t: min(_seconds(r["Train s to target"]) for r in rows if r["Task"] == t) for t in tasks
+    }
+    out = []
+    for norm in dict.fromkeys(r["Norm"] for r in rows):
+        mine = {r["Task"]: _seconds(r["Train s to target"]) for r in rows if r["Norm"] == norm}
+        reached = [t for t, s in mine.items() if s != float("inf")]
+        first = [t for t in reached if mine[t] == fastest[t]]
+        within = [t for t in reached if mine[t] <= 2 * fastest[t]]
+        out.append(
+            f"- {norm}: its median run reached the target in {len(reached)} of {len(mine)} tasks; "
+            f"fastest in {len(first)}, within 2× the fastest in {len(within)}"
+        )
+    return out
+
+
 def section(root: Path, full: bool = True) -> str:
     """The generated block: for the README (``full=False``) where the numbers come from, the test
     metric table and one line per claim; for docs/results.md also the claims table with its sign
@@ -194,6 +221,15 @@ def section(root: Path, full: bool = True) -> str:
         table.strip(),
         "",
     ]
+    speed = time_to_target_lines(root)
+    if speed:  # descriptive: how fast, not how good
+        speed = [
+            "**How fast each norm trains** (`results/mini/time_to_target.md`: training seconds to "
+            "LayerNorm's median best validation value, per task; descriptive, no test):",
+            "",
+            *speed,
+            "",
+        ]
     if not full:
         parts += [
             "**The paper's claims** (tasks per verdict: `results/mini` is the primary family, declared "
@@ -202,6 +238,7 @@ def section(root: Path, full: bool = True) -> str:
             "",
             *claim_lines(root),
             "",
+            *speed,
             END,
         ]
         return "\n".join(parts)
@@ -229,6 +266,7 @@ def section(root: Path, full: bool = True) -> str:
     base = baseline_lines(root)
     if base:
         parts += ["**enwik8's trivial levels** (`results/mini/baselines.md`):", "", *base, ""]
+    parts += speed
     tuned = tuned_lines(root)
     if tuned:
         parts += [
