@@ -108,6 +108,8 @@ def _fmt(x: float, unit: str) -> str:
 
 def _summary(values: list[float], unit: str) -> str:
     med, ci, _ = median_interval(values)
+    if not any(math.isfinite(v) for v in values):
+        return "not reached"
     text = _fmt(med, unit)
     return text + (f" [{_fmt(ci[0], unit)}, {_fmt(ci[1], unit)}]" if ci else "")
 

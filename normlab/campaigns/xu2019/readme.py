@@ -175,15 +175,22 @@ def tuned_lines(root: Path) -> list[str]:
 
 
 def _seconds(cell: str) -> float:
-    """The median of a time_to_target cell ("20.0 [10.0, 30.0]", "not reached")."""
-    head = cell.split(" [")[0]
-    return float("inf") if head.startswith("not") or not head else float(head)
+    """The median of a time_to_target cell ("20.0 [10.0, 30.0]"); inf for "not reached" and for
+    a cell that did not train (not timed)."""
+    try:
+        return float(cell.split(" [")[0])
+    except ValueError:
+        return float("inf")
 
 
 def time_to_target_lines(root: Path) -> list[str]:
     """One line per norm from results/mini/time_to_target.csv: in how many tasks its median run
     reached the target, in how many it was the fastest, and within 2x the fastest."""
-    rows = read_csv(root / "results/mini/time_to_target.csv")
+    rows = [  # as the profile figure: not the tasks outside the learning regime
+        r
+        for r in read_csv(root / "results/mini/time_to_target.csv")
+        if "not in the learning regime" not in r["Target"]
+    ]
     tasks = list(dict.fromkeys(r["Task"] for r in rows))
     fastest = {
         t: min(_seconds(r["Train s to target"]) for r in rows if r["Task"] == t) for t in tasks
@@ -191,12 +198,19 @@ def time_to_target_lines(root: Path) -> list[str]:
     out = []
     for norm in dict.fromkeys(r["Norm"] for r in rows):
         mine = {r["Task"]: _seconds(r["Train s to target"]) for r in rows if r["Norm"] == norm}
+        untrained = [
+            r["Task"]
+            for r in rows
+            if r["Norm"] == norm and "did not train" in r["Train s to target"]
+        ]
         reached = [t for t, s in mine.items() if s != float("inf")]
         first = [t for t in reached if mine[t] == fastest[t]]
         within = [t for t in reached if mine[t] <= 2 * fastest[t]]
         out.append(
-            f"- {norm}: its median run reached the target in {len(reached)} of {len(mine)} tasks; "
+            f"- {norm}: its median run reached the target in {len(reached)} of {len(mine)} tasks in the learning "
+            f"regime; "
             f"fastest in {len(first)}, within 2× the fastest in {len(within)}"
+            + (f"; did not train in {len(untrained)} ({', '.join(untrained)})" if untrained else "")
         )
     return out
 
