@@ -209,8 +209,10 @@ def profile(grid: Grid) -> tuple[list[float], dict[str, list[float]]]:
         columns += 1
         for label, t in times.items():
             ratios.setdefault(label, []).append(t / fastest)
+    order = [grid.label(v) for v in grid.variants()]  # the norms' declared order, as every table
     shares = {
-        label: [sum(x <= tau for x in rs) / columns for tau in taus] for label, rs in ratios.items()
+        label: [sum(x <= tau for x in ratios[label]) / columns for tau in taus]
+        for label in sorted(ratios, key=lambda x: order.index(x) if x in order else len(order))
     }
     return taus, shares
 
