@@ -15,6 +15,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
@@ -43,11 +44,14 @@ def commit_of_copies(where: Path, keep: Optional[Callable[[dict], bool]] = None)
     return found[0] if found else None
 
 
-def task_commits(where: Path, keep: Optional[Callable[[dict], bool]] = None) -> dict[str, str]:
+def task_commits(
+    where: Path, keep: Optional[Callable[[dict], bool]] = None, strict: bool = True
+) -> dict[str, str]:
     """task -> the one commit its run copies in ``where`` came from ("-dirty" as above). A results
     folder may join tasks trained at different commits (a study re-trained for the tasks whose
-    preset changed); a task, and so a table row, never mixes two: PinError."""
-    found: dict[str, set] = {}
+    preset changed); a task, and so a table row, never mixes two: PinError. ``strict`` False (a
+    record of what is there): the commit of most of the task's copies instead."""
+    found: dict[str, Counter] = {}
     for f in sorted(Path(where).rglob("summary.json")) if Path(where).exists() else []:
         try:
             s = json.loads(f.read_text())
@@ -55,16 +59,16 @@ def task_commits(where: Path, keep: Optional[Callable[[dict], bool]] = None) -> 
             continue
         if (keep is None or keep(s)) and s.get("git_commit") and s.get("task"):
             commit = s["git_commit"] + ("-dirty" if s.get("git_dirty") else "")
-            found.setdefault(s["task"], set()).add(commit)
+            found.setdefault(s["task"], Counter())[commit] += 1
     mixed = {t: sorted(c) for t, c in found.items() if len(c) > 1}
-    if mixed:
+    if mixed and strict:
         task, commits = next(iter(sorted(mixed.items())))
         raise PinError(
             f"{where}: the runs of task {task} come from {len(commits)} commits "
             f"({', '.join(c[:12] for c in commits)}); a row must not mix code versions: re-train "
             "that task at one commit (--tasks, --commit) and promote it"
         )
-    return {t: next(iter(c)) for t, c in sorted(found.items())}
+    return {t: c.most_common(1)[0][0] for t, c in sorted(found.items())}
 
 
 def newest(commits: Iterable[str]) -> str:
