@@ -107,3 +107,35 @@ def test_the_report_writes_the_table_and_the_profile_figure(tmp_path):
     assert (tmp_path / "out" / "figures" / "time_to_target.png").exists()
     assert "time_to_target" in written["captions"]
     assert "time_to_target" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_a_smoke_sweep_gets_the_steps_its_own_curves_give(tmp_path):
+    from helpers import run_job
+
+    for norm in ("layernorm", "rmsnorm"):
+        for seed in (1, 2, 3):
+            args = [
+                "task=synthetic_cls",
+                "scale=smoke",
+                "threads=1",
+                f"norm={norm}",
+                f"seed={seed}",
+            ]
+            args += ["task.train.max_steps=120", "task.train.eval_every=20"]
+            run_job(args, tmp_path, run_dir=tmp_path / "runs" / norm / f"seed{seed}")
+    runs = find_runs([tmp_path / "runs"])
+    key, higher, target, rows = cells(Grid(runs))["synthetic_cls"]
+    assert (key, higher) == ("acc", True)
+
+    def valid(run):
+        return [(r["step"], r["acc"]) for r in run.curves if r.get("split") == "valid"]
+
+    ln = sorted((r for r in runs if r.norm == "layernorm"), key=lambda r: r.seed)
+    bests = sorted(max(a for _, a in valid(r)) for r in ln)
+    assert target == bests[1]  # the median of three
+    for label, norm in (("LayerNorm", "layernorm"), ("RMSNorm", "rmsnorm")):
+        mine = sorted((r for r in runs if r.norm == norm), key=lambda r: r.seed)
+        by_hand = [next((s for s, a in valid(r) if a >= target), math.inf) for r in mine]
+        assert rows[label].steps == by_hand
+        per_step = [r.summary["train_time_s"] / r.summary["steps"] for r in mine]
+        assert rows[label].seconds == [s * t for s, t in zip(by_hand, per_step)]
