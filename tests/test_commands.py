@@ -29,7 +29,13 @@ def test_ctrl_c_while_a_command_starts_is_one_line_and_exit_130():
     # SIGINT lands while torch and Hydra are imported, before normlab-train's own handler exists
     code = "from normlab.entry import normlab_train; normlab_train()"
     proc = subprocess.Popen(
-        [sys.executable, "-c", code, "--help"], cwd=REPO, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-c", code, "--help"],
+        cwd=REPO,
+        stderr=subprocess.PIPE,
+        text=True,
+        # as in a terminal: a shell without job control starts background jobs (a CI script's)
+        # with SIGINT ignored, and Python then never raises KeyboardInterrupt at all
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     maps, deadline = Path(f"/proc/{proc.pid}/maps"), time.time() + 60
     # inside `import torch` (its library is mapped): Python's own start-up is over; a fixed delay
