@@ -97,11 +97,12 @@ class NormlabSweeper(BasicSweeper):
     def _stops(self):
         """normlab.run.workers.SweepStops around a launch whose jobs run in worker processes
         (joblib): a stop signal reaches the workers and ends the sweep with its code."""
-        if "joblib" not in type(self.launcher).__module__ or not self._summary_counts_them():
+        if not self._summary_counts_them():  # not normlab's own app
             return contextlib.nullcontext(None)
-        from normlab.run.workers import SweepStops
+        from normlab.run.workers import SweepStops, in_worker
 
-        return SweepStops()
+        launcher = type(self.launcher).__module__
+        return SweepStops() if in_worker(launcher) else contextlib.nullcontext(None)
 
     @staticmethod
     def _stopped(stops) -> None:

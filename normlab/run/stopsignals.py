@@ -1,5 +1,6 @@
 """Stop signals during training: SIGTERM and SIGUSR1 (a scheduler preempting the job), SIGHUP (the
-terminal went away) and SIGINT (Ctrl-C) end the run at the next step boundary with a checkpoint, instead of killing it mid-step.
+terminal went away) and SIGINT (Ctrl-C) end the run at the next step boundary with a checkpoint,
+instead of killing it mid-step.
 
 The first signal is recorded and acted on by the training loop; later ones only say that the
 checkpoint is still being written, so a second Ctrl-C cannot tear the save. The handlers stay

@@ -28,9 +28,10 @@ POLL_S = 1.0
 _watch: dict = {}
 
 
-def in_worker(launcher_target: str) -> bool:
-    """Whether a job of this launcher runs in a worker process rather than the sweep's own."""
-    return "joblib" in launcher_target.lower()
+def in_worker(launcher: str) -> bool:
+    """Whether a job of this launcher (its ``_target_`` or its class's module) runs in a worker
+    process rather than the sweep's own."""
+    return "joblib" in launcher.lower()
 
 
 def children(pid: int) -> list[int]:

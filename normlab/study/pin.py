@@ -34,7 +34,7 @@ def commit_of_copies(where: Path, keep: Optional[Callable[[dict], bool]] = None)
     """The one commit the run copies in ``where`` came from (None when there are none);
     "<commit>-dirty" when they were trained from uncommitted code. ``keep``: only the copies whose
     summary it accepts count (the reported ones, say)."""
-    found = sorted({c for c in _copy_commits(where, keep) if c})
+    found = sorted({c for _, c in _copy_commits(where, keep) if c})
     if len(found) > 1:
         raise PinError(
             f"{where} holds runs of {len(found)} commits ({', '.join(c[:12] for c in found)}); a table "
@@ -52,14 +52,9 @@ def task_commits(
     preset changed); a task, and so a table row, never mixes two: PinError. ``strict`` False (a
     record of what is there): the commit of most of the task's copies instead."""
     found: dict[str, Counter] = {}
-    for f in sorted(Path(where).rglob("summary.json")) if Path(where).exists() else []:
-        try:
-            s = json.loads(f.read_text())
-        except ValueError:
-            continue
-        if (keep is None or keep(s)) and s.get("git_commit") and s.get("task"):
-            commit = s["git_commit"] + ("-dirty" if s.get("git_dirty") else "")
-            found.setdefault(s["task"], Counter())[commit] += 1
+    for task, commit in _copy_commits(where, keep):
+        if task and commit:
+            found.setdefault(task, Counter())[commit] += 1
     mixed = {t: sorted(c) for t, c in found.items() if len(c) > 1}
     if mixed and strict:
         task, commits = next(iter(sorted(mixed.items())))
@@ -85,7 +80,8 @@ def newest(commits: Iterable[str]) -> str:
 
 def _copy_commits(
     where: Path, keep: Optional[Callable[[dict], bool]] = None
-) -> Iterable[Optional[str]]:
+) -> Iterable[tuple[Optional[str], Optional[str]]]:
+    """(task, "<commit>[-dirty]") of every run copy in ``where`` that ``keep`` accepts."""
     for f in sorted(Path(where).rglob("summary.json")) if Path(where).exists() else []:
         try:
             s = json.loads(f.read_text())
@@ -93,7 +89,10 @@ def _copy_commits(
             continue
         if keep is not None and not keep(s):
             continue
-        yield s.get("git_commit") and s["git_commit"] + ("-dirty" if s.get("git_dirty") else "")
+        yield (
+            s.get("task"),
+            s.get("git_commit") and s["git_commit"] + ("-dirty" if s.get("git_dirty") else ""),
+        )
 
 
 def resolve(

@@ -197,19 +197,15 @@ def time_to_target_lines(root: Path) -> list[str]:
     }
     out = []
     for norm in dict.fromkeys(r["Norm"] for r in rows):
-        mine = {r["Task"]: _seconds(r["Train s to target"]) for r in rows if r["Norm"] == norm}
-        untrained = [
-            r["Task"]
-            for r in rows
-            if r["Norm"] == norm and "did not train" in r["Train s to target"]
-        ]
-        reached = [t for t, s in mine.items() if s != float("inf")]
-        first = [t for t in reached if mine[t] == fastest[t]]
-        within = [t for t in reached if mine[t] <= 2 * fastest[t]]
+        cells = {r["Task"]: r["Train s to target"] for r in rows if r["Norm"] == norm}
+        reached = [t for t, c in cells.items() if _seconds(c) != float("inf")]
+        first = [t for t in reached if _seconds(cells[t]) == fastest[t]]
+        within = [t for t in reached if _seconds(cells[t]) <= 2 * fastest[t]]
+        untrained = [t for t, c in cells.items() if "did not train" in c]
         out.append(
-            f"- {norm}: its median run reached the target in {len(reached)} of {len(mine)} tasks in the learning "
-            f"regime; "
-            f"fastest in {len(first)}, within 2× the fastest in {len(within)}"
+            f"- {norm}: its median run reached the target in {len(reached)} of {len(cells)} tasks "
+            f"in the learning regime; fastest in {len(first)}, within 2× the fastest in "
+            f"{len(within)}"
             + (f"; did not train in {len(untrained)} ({', '.join(untrained)})" if untrained else "")
         )
     return out
