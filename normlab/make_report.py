@@ -22,6 +22,8 @@ from .commands import version_text
 from .files import atomic_write_bytes
 from .report import find_runs, write_report
 from .report.campaigns import get_campaign
+from .report.claimfile import ClaimsFileError, load
+from .report.compare import DEFAULT_REFERENCES, Reference
 from .report.runs import Run
 
 CACHE_VERSION = 3  # 3: translation has its copy-source baseline
@@ -135,6 +137,8 @@ def report(
     data_dir: Optional[Path] = None,
     cache_dir: Optional[Path] = None,
     campaign: Optional[str] = DEFAULT_CAMPAIGN,
+    claims=None,
+    reference: Optional[Reference] = None,
 ) -> dict:
     """``normlab.report.write_report`` with the baselines computed from ``data_dir``/``cache_dir``
     (default: default_dirs) and the sections of ``campaign`` (a name, or a campaign object as
@@ -146,6 +150,8 @@ def report(
         member=member,
         baselines=provider_for(runs, data_dir, cache_dir),
         campaign=get_campaign(campaign) if isinstance(campaign, str) else campaign,
+        claims=claims,
+        reference=reference,
     )
 
 
@@ -170,7 +176,26 @@ def main(argv: list[str] | None = None) -> int:
         help=f"the paper study whose tables, findings and figures join the report (default "
         f"{DEFAULT_CAMPAIGN}; 'none': the generic tables and figures only)",
     )
+    p.add_argument(
+        "--claims",
+        type=Path,
+        help="a claims file (YAML: docs/statistics.md) whose claims are tested as the report's "
+        "primary family, instead of the campaign's",
+    )
+    p.add_argument(
+        "--reference",
+        action="append",
+        metavar="NORM|KEY=VALUE",
+        help="what the comparisons compare against: a norm (default layernorm) and, for a swept "
+        "setting, its reference value (default placement=post); repeat for both",
+    )
     args = p.parse_args(argv)
+    try:
+        claims = load(args.claims) if args.claims else None
+    except ClaimsFileError as e:
+        print(f"normlab-report: error: --claims {e}", file=sys.stderr)
+        return 2
+    reference = Reference.parse([*DEFAULT_REFERENCES, *(args.reference or [])])
     try:
         campaign = None if args.campaign.lower() == "none" else get_campaign(args.campaign)
     except ValueError as e:
@@ -203,8 +228,18 @@ def main(argv: list[str] | None = None) -> int:
         if len(args.run_dirs) == 1 and args.run_dirs[0].name == "runs"
         else None
     )
-    written = report(runs, args.out, figures=not args.no_figures, member=member, campaign=campaign)
+    written = report(
+        runs,
+        args.out,
+        figures=not args.no_figures,
+        member=member,
+        campaign=campaign,
+        claims=claims,
+        reference=reference,
+    )
     print(written["main"].markdown())
+    if written.get("primary") is not None:
+        print(written["primary"].markdown())
     print(
         f"[normlab-report] {len(runs)} runs -> {args.out}: {len(written['tables'])} table files, "
         f"{len(written['figures'])} figure files, index {written['index']}"

@@ -14,7 +14,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .axis import axis_label, task_of
+from .axis import axis_label, setting_rank, task_of
 from .claims import not_learning
 from .norm_cards import LABELS as NORM_LABELS
 from .norm_cards import sort_key as norm_sort_key
@@ -163,7 +163,9 @@ class Grid:
         order = norms or sorted({n for n, _ in present}, key=norm_sort_key)
         rows = []
         for n in order:
-            vs = sorted(v for v in present if v[0] == n)
+            vs = sorted(
+                (v for v in present if v[0] == n), key=lambda v: setting_rank(json.loads(v[1]))
+            )
             rows.extend(vs or [(n, "{}")])
         return rows
 

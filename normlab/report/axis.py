@@ -40,3 +40,32 @@ def task_of(column: str) -> str:
 
 def _text(v) -> str:
     return json.dumps(v) if isinstance(v, (bool, type(None))) else str(v)
+
+
+# The order a swept setting's values are read in (and drawn in): the models' own order for the
+# placement (normlab.models.placement.PLACEMENTS; a test holds them equal), numbers by value, else
+# by name.
+NATURAL = {"placement": ("post", "pre", "peri", "mixln", "deepnorm")}
+
+
+def value_rank(key: str, text: str) -> tuple:
+    """Where the value ``text`` of setting ``key`` sorts: known values in their declared order,
+    then numbers by value, then names."""
+    known = NATURAL.get(key, ())
+    if text in known:
+        return (0, known.index(text), 0.0, text)
+    try:
+        return (1, 0, float(text), text)
+    except ValueError:
+        return (2, 0, 0.0, text)
+
+
+def axis_order(key: str, values) -> list[str]:
+    """The value texts ``values`` of the axis ``key`` in their natural order."""
+    return sorted(values, key=lambda v: value_rank(key, v))
+
+
+def setting_rank(setting: dict) -> tuple:
+    """A setting's place among its norm's settings: the default ({}) first, then by each key's
+    values in their natural order (lr 1e-4 before 1e-3, placement post before pre)."""
+    return tuple((k, value_rank(k, _text(setting[k]))) for k in sorted(setting))

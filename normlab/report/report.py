@@ -9,15 +9,17 @@ committed copies under results/<scale>/runs) re-creates them byte for byte.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional, Protocol
+from typing import Optional, Protocol
 
 from ..files import atomic_write_bytes
 from .aggregate import Grid
 from .axis import setting_axis
 from .baselines import Provider, baselines_table, compute_all
+from .claimfile import ClaimSet
+from .compare import Reference, comparisons, comparisons_table
 from .figures import FIGURES, figure
+from .findings import Findings
 from .gradstats import grad_table, has_probe
 from .overfit import figure_note, overfitting_table
 from .regime import regime_sentence
@@ -29,18 +31,9 @@ from .settings import settings_table
 from .tables import Table
 from .time_to_target import profile_figure, time_to_target_table
 from .trained import gate, untrained_sentence
+from .user_claims import user_findings
 
-
-@dataclass
-class Findings:
-    """What a campaign's tested claims add to a report: its tables (the first one carries the
-    sentence on cells that did not train), the index's lines on them, how they were tested, and
-    the files of its own it writes into the report's folder (``files(out)``: their paths)."""
-
-    tables: list[Table] = field(default_factory=list)
-    lines: list[str] = field(default_factory=list)
-    method: str = ""
-    files: Optional[Callable[[Path], list[Path]]] = None
+__all__ = ["Campaign", "Findings", "write_report"]
 
 
 class Campaign(Protocol):
@@ -64,6 +57,8 @@ def write_report(
     member: Path | None = None,
     baselines: Provider | None = None,
     campaign: Campaign | None = None,
+    claims: ClaimSet | None = None,
+    reference: Reference | None = None,
 ) -> dict:
     """Write every output for ``runs`` into ``out``; returns {"tables": [...], "figures": [...], ...}.
     ``baselines(task name, task config)`` gives a task's trivial baselines for the baselines table
@@ -71,7 +66,8 @@ def write_report(
     ``campaign``: the paper study whose tables, findings and figures join the generic ones
     (normlab.report.campaigns.get_campaign); ``member``: the results folder these runs are reported
     for (results/mini), which the campaign's findings may be corrected with; None: this report's
-    own tests."""
+    own tests. ``claims``: a claims file's claims, tested as the report's primary family instead of
+    the campaign's; ``reference``: what the comparisons compare against (compare.Reference)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     held_out = selection_note(runs)
@@ -83,9 +79,17 @@ def write_report(
     tables = [summary_table(grid), *(campaign.tables(grid) if campaign else [])]
     for t in tables:
         t.notes[:0] = [s for s in (held_out, untrained) if s]
-    found = campaign.findings(grid, member) if campaign else Findings()
+    if claims is not None:
+        found = user_findings(grid, claims)[0]
+    else:
+        found = campaign.findings(grid, member) if campaign else Findings()
+    # without tested claims the comparisons are the report's own family
+    ref = reference or Reference.parse()
+    compared = comparisons(grid, ref, primary=not found.tables)
     regime = regime_sentence(grid)
     extra = list(found.tables)
+    if compared is not None:
+        extra.append(comparisons_table(grid, compared, ref))
     if extra:
         extra[0].notes[:0] = [s for s in (untrained, regime) if s]
     extra.append(overfitting_table(grid))
@@ -140,11 +144,15 @@ def write_report(
     atomic_write_bytes(out / "report.md", index.encode())
     written["index"] = out / "report.md"
     written["main"] = tables[1] if len(tables) > 1 else tables[0]
+    # what the console shows after the main table: the family the report tested
+    written["primary"] = extra[0] if (found.tables or compared is not None) else None
     return written
 
 
 OWN_TABLES = (
     "summary",
+    "claims",
+    "comparisons",
     "overfitting",
     "time_to_target",
     "baselines",

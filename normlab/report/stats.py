@@ -6,7 +6,8 @@ against a textbook value).
   difference is taken seed by seed (a paired design) and tested as one sample of differences.
 - ``by_form``: one test per claim row, chosen by the claim's form: "A ≥ B" is a non-inferiority
   test at the margin (one-sided, H0: the difference is at most -margin), "A > B" a two-sided
-  superiority test, both t-tests of the per-seed differences, with the 90% CI.
+  superiority test, both t-tests of the per-seed differences, with the 90% CI; ``welch_by_form``
+  the same for two samples whose seeds do not pair.
 - ``adjust``: Holm (family-wise error) and Benjamini-Hochberg (false discovery rate) over one
   family of tests (statsmodels ``multipletests``).
 - ``sign_test``: across tasks, is A better on more tasks than a coin would be? Only the sign of each
@@ -61,6 +62,31 @@ def by_form(d: Sequence[float], form: str, margin: Optional[float]) -> RowTest:
     out.t, out.p = float(res.statistic), float(res.pvalue)
     half = stats.t.ppf(0.95, n - 1) * out.sd / math.sqrt(n)
     out.ci90 = (float(out.diff - half), float(out.diff + half))
+    return out
+
+
+def welch_by_form(
+    a: Sequence[float], b: Sequence[float], form: str, margin: Optional[float]
+) -> RowTest:
+    """``by_form`` for two samples that do not pair (no seed run by both): Welch's t-test of
+    mean(a) − mean(b) and its 90% Welch interval. ``n`` is the smaller sample and ``sd`` the SD of
+    one draw's difference (sqrt(var a + var b)), so a minimum detectable effect reads as a paired one's
+    at that n (conservative: the unpaired test is weaker)."""
+    na, nb = len(a), len(b)
+    diff = statistics.fmean(a) - statistics.fmean(b) if a and b else math.nan
+    va = statistics.variance(a) if na >= 2 else math.nan
+    vb = statistics.variance(b) if nb >= 2 else math.nan
+    out = RowTest(form, min(na, nb), diff, math.sqrt(va + vb), margin)
+    if na < 2 or nb < 2 or va + vb == 0 or (form == NONINFERIOR and margin is None):
+        return out
+    shift = margin if form == NONINFERIOR else 0.0
+    alt = "greater" if form == NONINFERIOR else "two-sided"
+    res = stats.ttest_ind([x + shift for x in a], b, equal_var=False, alternative=alt)
+    out.t, out.p = float(res.statistic), float(res.pvalue)
+    se2 = va / na + vb / nb
+    df = se2**2 / ((va / na) ** 2 / (na - 1) + (vb / nb) ** 2 / (nb - 1))
+    half = stats.t.ppf(0.95, df) * math.sqrt(se2)
+    out.ci90 = (float(diff - half), float(diff + half))
     return out
 
 

@@ -10,58 +10,22 @@ study (a user's own sweep) adjusts its own rows together and says that it is its
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from ...report import stats as S
 from ...report.claims import settings
+from ...report.family import Family, sign_tests
+from ...report.family import apply as _apply
 from ...report.tables import Table
 from .findings import CLAIMS, Finding, look_sizes
 
-
-@dataclass
-class Family:
-    study: str  # the study whose rows these are ("this report" outside the declared folders)
-    rows: list[Finding]
-    primary: bool  # these rows are adjusted together (the primary family, or a report's own)
-    declared: bool  # the declared primary family (claims.yaml), not a report's own
-    size: int = 0  # m: the tested rows Holm adjusts over (0 for secondary rows)
-    signs: dict = field(default_factory=dict)  # claim key -> exploratory sign test across tasks
-
-
-def sign_tests(fs: list[Finding]) -> dict[str, dict]:
-    """Per claim: the two-sided sign test over tasks of the mean difference (positive = as
-    claimed); rows without a difference (untested, divergence) are counted in "skipped"."""
-    out = {}
-    for claim in CLAIMS:
-        mine = [f for f in fs if f.claim is claim]
-        if mine:
-            res = S.sign_test([f.diff for f in mine if f.diff is not None and not f.decided])
-            res["skipped"] = sum(f.diff is None or bool(f.decided) for f in mine)
-            out[claim.key] = res
-    return out
+__all__ = ["Family", "apply", "build", "family_sentence", "family_table", "sign_tests"]
 
 
 def apply(study: str, rows: list[Finding], primary: bool, declared: bool) -> Family:
-    """Adjust ``rows`` by Holm when they are a family (``primary``), and set each tested row's
-    MDE: at alpha / m for a family, at alpha for a secondary row; one-sided for non-inferiority."""
-    cfg = settings()
-    tested = [f for f in rows if not f.decided and f.p is not None]
-    # a family's rows may gain seeds (claims.yaml sequential): Holm over their look-adjusted p
-    ps = [f.p_seq if f.p_seq is not None else f.p for f in tested]
-    holm = S.holm(ps) if primary and tested else [None] * len(tested)
-    for f, h in zip(tested, holm):
-        f.primary, f.p_holm = primary, h
-    size = len(tested) if primary else 0
-    sizes = look_sizes()
-    level = cfg["alpha"] / (size * len(sizes)) if size else cfg["alpha"]
-    for f in tested:
-        sides = 1 if f.claim.form == S.NONINFERIOR else 2
-        f.mde = S.mde(f.n, f.sd, level, cfg["power"], sides)
-        if primary:
-            f.seeds_needed = S.seeds_to_resolve(f.sd, f.margin, level, sizes, sides, cfg["power"])
-    return Family(study, rows, primary, declared, size, sign_tests(rows))
+    """The report's family correction (normlab.report.family.apply) with the campaign's looks: a
+    primary row may gain seeds, so its MDE is at alpha / (m K) and it has seeds to resolve."""
+    return _apply(study, rows, primary, declared, look_sizes(), [c.key for c in CLAIMS])
 
 
 def folders(scale: str) -> dict[str, str]:

@@ -1,47 +1,30 @@
 """Does each claim of Xu et al. (2019) hold in our runs? One row per claim and task.
 
-A claim compares two norms (normlab/configs/study/claims.yaml ``claims``). Each row pairs the two
-norms' runs by seed (the runs of one seed share their training subset, data order and the
-initialization of the parameters both norms have) and tests the per-seed differences, signed so
-that positive is as claimed, with one test chosen by the claim's form (stats.by_form):
-- "A ≥ B" (non-inferiority): one-sided, H0: the difference is at most -margin. *non-inferior* when
-  it is rejected; *inferior* only when the 90% CI lies wholly below -margin; else *unresolved*.
-- "A > B" (superiority): two-sided. *better* / *worse* when it rejects in / against the claimed
-  direction (*larger* / *smaller* for the generalization gap); *equivalent* when it does not and
-  the 90% CI lies within ±margin (reported as such, never counted as refuted); else *unresolved*.
-The rows of the primary study (claims.yaml ``primary``) are one family, adjusted by Holm
-(family.py); every other row is secondary: its verdict is uncorrected and labelled exploratory.
-Cells first: a row where either norm did not train (report.trained), or whose task is declared
-outside the learning regime at its scale (claims.yaml ``not_learning``), has no test. A norm that
-diverged in every run while the other completed decides the row without a test.
+The paper's five claims are a claims file (claims.yaml beside this module, read by the same loader
+as a user's ``normlab-report --claims FILE``), tested by the report's engine
+(normlab.report.verdicts: one test per row by the claim's form, cells first). What the campaign
+adds: the seeds may be added to the primary study's unresolved rows in looks (claims.yaml
+``sequential`` under normlab/configs/study), so each row carries its look-adjusted p, and the
+paper's published difference beside ours.
 """
 
 from __future__ import annotations
 
-import statistics
-from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Optional
 
 from ...report import stats as S
-from ...report.aggregate import NORM_LABELS, Cell, Grid, fmt
-from ...report.claims import margin, not_learning, settings
-from ...report.overfit import gap_at_step, last_valid_step
+from ...report.aggregate import Grid
+from ...report.claimfile import load
+from ...report.claims import settings
+from ...report.verdicts import AGAINST, SUPPORTS, UNTESTED, Claim, Finding, claim_rows
+from ...report.verdicts import evaluate as _evaluate
 from . import published as P
 
+__all__ = ["AGAINST", "CLAIMS", "SUPPORTS", "UNTESTED", "Claim", "Finding", "evaluate", "findings"]
 
-@dataclass(frozen=True)
-class Claim:
-    key: str
-    text: str
-    a: str
-    b: str
-    form: str  # stats.NONINFERIOR ("A ≥ B") or stats.SUPERIOR ("A > B")
-    measure: str  # "metric" (test metric) or "gap" (generalization gap at a common step, nats)
-    source: str
-
-    @property
-    def strict(self) -> bool:
-        return self.form == S.SUPERIOR
+CLAIMS_FILE = Path(__file__).with_name("claims.yaml")
+CLAIMS = load(CLAIMS_FILE).claims
 
 
 def look_sizes() -> list[int]:
@@ -50,109 +33,9 @@ def look_sizes() -> list[int]:
     return S.look_sizes(int(q["first"]), int(q["step"]), int(q["max_seeds"]))
 
 
-def _claims() -> list[Claim]:
-    out = []
-    for c in settings()["claims"]:
-        if c["form"] not in (S.NONINFERIOR, S.SUPERIOR) or c["measure"] not in ("metric", "gap"):
-            raise ValueError(
-                f"normlab/configs/study/claims.yaml: claim {c.get('key')!r}: form must be "
-                f"{S.NONINFERIOR} or {S.SUPERIOR}, measure metric or gap"
-            )
-        out.append(Claim(**{k: c[k] for k in Claim.__dataclass_fields__}))
-    return out
-
-
-CLAIMS = _claims()
-SUPPORTS = {"better", "larger", "non-inferior"}
-AGAINST = {"worse", "smaller", "inferior"}
-# verdicts of rows that were not tested: they count neither for nor against a claim
-UNTESTED = ("no test", "too few runs", "did not train", "not learning")
-
-
-@dataclass
-class Finding:
-    claim: Claim
-    column: str
-    unit: str = ""
-    sentence: str = ""
-    decided: str = (
-        ""  # a verdict without a test: divergence, did not train, not learning, too few runs
-    )
-    n: int = 0  # seeds both norms completed: the pairs tested
-    n_a: int = 0
-    n_b: int = 0
-    # mean paired difference, in the claim's direction: positive = as claimed
-    diff: Optional[float] = None
-    sd: Optional[float] = None
-    t: Optional[float] = None
-    p: Optional[float] = None  # the row's test (by the claim's form) on every paired seed
-    p_seq: Optional[float] = None  # valid under adding seeds: K x the smallest p of the looks made
-    ci90: Optional[tuple] = None
-    margin: Optional[float] = None
-    paper: str = "–"
-    corr: Optional[float] = None  # between-norm correlation of the paired values over seeds
-    # set by family.apply: Holm over the primary family (None: a secondary row), and the MDE at its
-    # strictest level (alpha / m; alpha for a secondary row)
-    primary: bool = False
-    p_holm: Optional[float] = None  # Holm over the primary rows' p_seq
-    mde: Optional[float] = None
-    seeds_needed: Optional[int] = None  # the first look whose MDE is at most the margin
-    notes: list = field(default_factory=list)
-
-    def verdict(self, kind: str = "holm") -> str:
-        """The verdict with Holm's p ("holm"; a secondary row has none and uses its own) or the
-        uncorrected one ("raw")."""
-        if self.decided:
-            return self.decided
-        p = self.p_holm if kind == "holm" and self.p_holm is not None else self.p
-        alpha = settings()["alpha"]
-        if self.claim.form == S.NONINFERIOR:
-            if p is not None and p < alpha:
-                return "non-inferior"
-            if self.ci90 is not None and self.margin is not None and self.ci90[1] < -self.margin:
-                return "inferior"
-            return "unresolved"
-        up, down = ("larger", "smaller") if self.claim.measure == "gap" else ("better", "worse")
-        if p is not None and p < alpha:
-            return up if self.diff > 0 else down
-        if (
-            self.ci90 is not None
-            and self.margin is not None
-            and -self.margin < self.ci90[0]
-            and self.ci90[1] < self.margin
-        ):
-            return "equivalent"
-        return "unresolved"
-
-    def shown(self) -> str:
-        """The verdict as the tables print it: a secondary row's is labelled exploratory."""
-        v = self.verdict("holm")
-        return v if self.primary or v in UNTESTED or self.decided else f"{v} (exploratory)"
-
-
-def _values(cell: Cell, claim: Claim, steps: Optional[dict] = None) -> dict[int, float]:
-    """seed -> the measure, over the completed runs that have it; the gap at ``steps[seed]``."""
-    if claim.measure == "metric":
-        return {r.seed: r.value for r in cell.runs if r.value is not None}
-    steps = steps or {}
-    return {
-        r.seed: v
-        for r in cell.runs
-        if r.status == "completed" and (v := gap_at_step(r, steps.get(r.seed))) is not None
-    }
-
-
-def _common_steps(A: Cell, B: Cell) -> dict[int, int]:
-    """seed -> the last evaluation step both norms' completed runs of that seed have."""
-    last = {}
-    for cell in (A, B):
-        for r in cell.runs:
-            if r.status == "completed" and (s := last_valid_step(r)) is not None:
-                last.setdefault(r.seed, []).append(s)
-    return {seed: min(v) for seed, v in last.items() if len(v) == 2}
-
-
-def _paper(claim: Claim, task: str) -> str:
+def _paper(claim: Claim, column: str) -> str:
+    # the paper's numbers are at its own settings: a column of a swept setting has none
+    task = column.split("@")[0]
     if claim.measure == "gap":
         return "shown (Enwiki8 figure)" if task == "enwik8" else "–"
     if not P.has_published(task):
@@ -160,116 +43,11 @@ def _paper(claim: Claim, task: str) -> str:
     return P.improvement_text(task, claim.a, claim.b)
 
 
-def _corr(xs: list[float], ys: list[float]) -> Optional[float]:
-    if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
-        return None
-    return float(statistics.correlation(xs, ys))
-
-
 def evaluate(grid: Grid, claim: Claim, column: str) -> Optional[Finding]:
     """The finding for one claim on one column (unadjusted); None when either norm has no runs there."""
-    A, B = grid.norm_cell(column, claim.a), grid.norm_cell(column, claim.b)
-    if not A.runs or not B.runs:
-        return None
-    metric, hib = grid.metric(column)
-    unit = metric if claim.measure == "metric" else "gap"
-    sign = 1.0 if (claim.measure == "gap" or hib) else -1.0
-    steps = _common_steps(A, B) if claim.measure == "gap" else None
-    va, vb = _values(A, claim, steps), _values(B, claim, steps)
-    la, lb = NORM_LABELS.get(claim.a, claim.a), NORM_LABELS.get(claim.b, claim.b)
-    f = Finding(
-        claim, column, unit, n_a=len(va), n_b=len(vb), paper=_paper(claim, column.split("@")[0])
-    )
-    div = "".join(
-        f"; {lbl} diverged in {c.count('diverged')}/{c.n}"
-        for lbl, c in ((la, A), (lb, B))
-        if c.count("diverged")
-    )
-    first = (A.runs + B.runs)[0]
-    if why := not_learning(first.task, first.scale):
-        f.decided, f.sentence = "not learning", f"{first.task}: {why}: no test"
-        return f
-    untrained = [
-        f"{lbl} did not train ({c.untrained})" for lbl, c in ((la, A), (lb, B)) if c.untrained
-    ]
-    if untrained:
-        f.decided, f.sentence = "did not train", "; ".join(untrained) + ": no test"
-        return f
-    if not va or not vb:
-        against, for_ = ("inferior", "non-inferior") if not claim.strict else ("worse", "better")
-        if A.count("diverged") and not va and vb:
-            f.decided, f.sentence = against, f"{la} diverged in every run, {lb} did not{div}"
-        elif B.count("diverged") and not vb and va:
-            f.decided, f.sentence = for_, f"{lb} diverged in every run, {la} did not{div}"
-        else:
-            f.decided, f.sentence = (
-                "no test",
-                f"no completed runs to compare (n = {len(va)}/{len(vb)}){div}",
-            )
-        return f
-    seeds = sorted(set(va) & set(vb))
-    unpaired = sorted(set(va) ^ set(vb))
-    xa, xb = [sign * va[s] for s in seeds], [sign * vb[s] for s in seeds]
-    row = S.by_form([x - y for x, y in zip(xa, xb)], claim.form, margin(unit))
-    f.n, f.diff, f.sd, f.t, f.p, f.ci90, f.margin = (
-        row.n,
-        row.diff,
-        row.sd,
-        row.t,
-        row.p,
-        row.ci90,
-        row.margin,
-    )
-    f.corr = _corr(xa, xb)
-    # the looks: seeds in the order they were added, a seed one norm did not complete included
-    run = sorted({r.seed for r in A.runs + B.runs if r.seed is not None})
-    f.p_seq = S.sequential_p(
-        [x - y for x, y in zip(xa, xb)],
-        claim.form,
-        margin(unit),
-        look_sizes(),
-        [run.index(s) for s in seeds],
-        len(run),
-    )
-    what = (
-        f"{la} − {lb} = {fmt(f.diff, unit, signed=True)} {unit}"
-        if claim.measure == "metric"
-        else f"gap({la}) − gap({lb}) = {f.diff:+.3f} nats at the last common evaluation"
-    )
-    if claim.measure == "metric" and not hib and row.n:
-        what += " (sign flipped: positive = lower " + unit + ")"
-    left = (
-        f"; seed(s) {', '.join(map(str, unpaired))} left out: completed by one norm only"
-        if unpaired
-        else ""
-    )
-    if row.n < 2:
-        f.decided = "too few runs"
-        f.sentence = (
-            f"too few paired seeds for a test (n = {row.n}); {what}{left}{div}"
-            if row.n
-            else f"no seed completed by both norms{left}{div}"
-        )
-        if not row.n:
-            f.diff = None
-        return f
-    if row.p is None:
-        f.decided, f.sentence = (
-            "no test",
-            f"no spread of the per-seed differences, the t-test is undefined "
-            f"(n = {row.n}); {what}{left}{div}",
-        )
-        return f
-    test = "one-sided against −margin" if claim.form == S.NONINFERIOR else "two-sided"
-    f.sentence = f"{what}; paired t = {f.t:.2f} ({test}), n = {row.n} seeds{left}{div}"
-    return f
+    return _evaluate(grid, claim, column, looks=look_sizes(), paper=_paper)
 
 
 def findings(grid: Grid) -> list[Finding]:
     """Every claim row of one grid, unadjusted (family.apply adjusts them)."""
-    return [
-        f
-        for claim in CLAIMS
-        for column in grid.columns
-        if (f := evaluate(grid, claim, column)) is not None
-    ]
+    return claim_rows(grid, CLAIMS, looks=look_sizes(), paper=_paper)

@@ -1,0 +1,72 @@
+"""A family of claim rows and its correction: Holm over the rows tested together, each row's
+minimum detectable effect at the family's strictest level, and the exploratory sign test of each
+claim across tasks. Which rows form the family is declared by the caller: a campaign's primary
+study, a claims file the user gives the report, or the report's own comparisons."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+from . import stats as S
+from .claims import settings
+from .verdicts import Finding
+
+
+@dataclass
+class Family:
+    study: str  # the study whose rows these are ("this report" outside the declared folders)
+    rows: list[Finding]
+    primary: bool  # these rows are adjusted together (the primary family, or a report's own)
+    declared: bool  # the declared primary family (claims.yaml), not a report's own
+    size: int = 0  # m: the tested rows Holm adjusts over (0 for secondary rows)
+    signs: dict = field(default_factory=dict)  # claim key -> exploratory sign test across tasks
+
+
+def tested(rows: Sequence[Finding]) -> list[Finding]:
+    return [f for f in rows if not f.decided and f.p is not None]
+
+
+def sign_tests(fs: list[Finding], order: Sequence[str] = ()) -> dict[str, dict]:
+    """Per claim (in the declared ``order`` of claim keys, then as the rows come): the two-sided
+    sign test over tasks of the mean difference (positive = as claimed); rows without a
+    difference (untested, divergence) are counted in "skipped"."""
+    out = {}
+    present = {f.claim.key for f in fs}
+    for key in dict.fromkeys([k for k in order if k in present] + [f.claim.key for f in fs]):
+        mine = [f for f in fs if f.claim.key == key]
+        res = S.sign_test([f.diff for f in mine if f.diff is not None and not f.decided])
+        res["skipped"] = sum(f.diff is None or bool(f.decided) for f in mine)
+        out[key] = res
+    return out
+
+
+def apply(
+    study: str,
+    rows: list[Finding],
+    primary: bool,
+    declared: bool,
+    looks: Optional[Sequence[int]] = None,
+    order: Sequence[str] = (),
+) -> Family:
+    """Adjust ``rows`` by Holm when they are a family (``primary``), and set each tested row's
+    MDE: at alpha / (m K) for a family (K: the ``looks`` at which its rows may gain seeds), at
+    alpha for a secondary row; one-sided for non-inferiority. ``order``: the claims' keys in
+    their declared order, for the sign tests."""
+    cfg = settings()
+    mine = tested(rows)
+    # a family's rows may gain seeds (claims.yaml sequential): Holm over their look-adjusted p
+    ps = [f.p_seq if f.p_seq is not None else f.p for f in mine]
+    holm = S.holm(ps) if primary and mine else [None] * len(mine)
+    for f, h in zip(mine, holm):
+        f.primary, f.p_holm = primary, h
+    size = len(mine) if primary else 0
+    sizes = list(looks) if looks else [max((f.n for f in mine), default=0)]
+    alpha = rows[0].claim.level if rows else cfg["alpha"]
+    level = alpha / (size * len(sizes)) if size else alpha
+    for f in mine:
+        sides = 1 if f.claim.form == S.NONINFERIOR else 2
+        f.mde = S.mde(f.n, f.sd, level, cfg["power"], sides)
+        if primary and looks:
+            f.seeds_needed = S.seeds_to_resolve(f.sd, f.margin, level, sizes, sides, cfg["power"])
+    return Family(study, rows, primary, declared, size, sign_tests(rows, order))

@@ -1,0 +1,122 @@
+"""The claims of a claims file (``normlab-report --claims FILE``; claimfile.py) tested on a
+report's runs as its primary family: one row per claim and task where both norms ran, one test
+per row by the claim's form (verdicts.py), Holm over the tested rows (family.py)."""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+from . import stats as S
+from .aggregate import Grid, data_sentence, fmt
+from .claimfile import ClaimSet
+from .claims import margins_sentence, settings
+from .family import Family, apply, tested
+from .findings import Findings
+from .tables import Table
+from .verdicts import AGAINST, SUPPORTS, UNTESTED, Finding, claim_rows, label
+
+
+def _num(x: Optional[float], unit: str, signed: bool = False) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    return fmt(x, "loss" if unit == "gap" else unit, signed)
+
+
+def _p(p: Optional[float]) -> str:
+    return "–" if p is None else f"{p:.3g}"
+
+
+def method(cs: ClaimSet, fam: Family) -> str:
+    alpha = cs.alpha if cs.alpha is not None else settings()["alpha"]
+    return (
+        f"Method: the claims of {cs.path} are this report's primary family: {fam.size} tested "
+        "row(s), one per claim and task, adjusted together by Holm; the comparisons table is "
+        "secondary (exploratory). Each row pairs the two norms' runs by seed (Welch where no seed "
+        "pairs) and tests the per-seed differences, signed so that positive is as claimed: 'A ≥ B' "
+        "non-inferiority, one-sided against −margin (inferior only when the 90% CI lies wholly "
+        "below −margin); 'A > B' superiority, two-sided (equivalent when not significant and the "
+        "90% CI lies within ±margin, which is not a refutation); a gap claim compares the "
+        "generalization gap (valid loss minus the recent train loss) at the last evaluation both "
+        f"runs have. alpha = {alpha:g}; MDE at alpha / m with {settings()['power']:.0%} power. "
+        f"Margins: each claim's own, else its file's, else: {margins_sentence()}"
+    )
+
+
+def claims_table(grid: Grid, cs: ClaimSet, fam: Family) -> Table:
+    t = Table(
+        "claims",
+        f"Claims of {cs.name}: do the runs support them?",
+        ["claim", "task", "form", "verdict", "uncorrected", "n", "A − B (as claimed)", "90% CI"]
+        + ["margin", "MDE", "p", "p Holm", "detail"],
+    )
+    for f in fam.rows:
+        ci = f.ci90
+        t.rows.append(
+            [
+                f.claim.text,
+                f.column,
+                "A ≥ B" if f.claim.form == S.NONINFERIOR else "A > B",
+                f.shown(),
+                f.verdict("raw"),
+                str(f.n),
+                _num(f.diff, f.unit, True),
+                "–"
+                if ci is None
+                else f"[{_num(ci[0], f.unit, True)}, {_num(ci[1], f.unit, True)}]",
+                "–" if f.margin is None else f"±{f.margin:g}",
+                _num(f.mde, f.unit),
+                _p(f.p),
+                _p(f.p_holm),
+                f.sentence,
+            ]
+        )
+    t.caption = method(cs, fam)
+    t.notes = [s for s in (_missing(grid, cs, fam.rows), data_sentence(grid)) if s]
+    return t
+
+
+def _missing(grid: Grid, cs: ClaimSet, rows: list[Finding]) -> str:
+    """The sentence naming the claims no task could test (a norm never run), or ""."""
+    present = {n for _, (n, _) in grid.cells}
+    gone = [c for c in cs.claims if not any(f.claim is c for f in rows)]
+    if not gone:
+        return ""
+    why = [
+        f"'{c.text}' ("
+        + (", ".join(f"{n}: no runs" for n in (c.a, c.b) if n not in present) or "no task has both")
+        + ")"
+        for c in gone
+    ]
+    return "Not tested, nothing to compare: " + "; ".join(why) + "."
+
+
+def _line(cs_rows: list[Finding]) -> str:
+    by: dict[str, list[str]] = {}
+    for f in cs_rows:
+        by.setdefault(f.shown(), []).append(f.column)
+    return "; ".join(f"{v} on {', '.join(cols)}" for v, cols in by.items())
+
+
+def user_findings(grid: Grid, cs: ClaimSet) -> tuple[Findings, Family]:
+    """The findings of ``cs`` on ``grid``: the claims table and one index line per claim."""
+    rows = claim_rows(grid, cs.claims)
+    fam = apply(cs.name, rows, primary=True, declared=True, order=[c.key for c in cs.claims])
+    lines = []
+    for c in cs.claims:
+        mine = [f for f in rows if f.claim is c]
+        if not mine:
+            lines.append(
+                f"- {c.text}: not tested (no task ran both {label(c.a)} and {label(c.b)})."
+            )
+            continue
+        sup = sum(f.verdict() in SUPPORTS for f in mine)
+        against = sum(f.verdict() in AGAINST for f in mine)
+        untested = sum(f.verdict() in UNTESTED for f in mine)
+        lines.append(
+            f"- {c.text}: supported on {sup}, against on {against}, untested on {untested} of "
+            f"{len(mine)} task(s) ({_line(mine)})."
+        )
+    n = len(tested(rows))
+    lines.append(f"- Primary family: the {n} tested row(s) of {cs.path}, Holm-adjusted.")
+    return Findings([claims_table(grid, cs, fam)], lines, method(cs, fam)), fam
