@@ -213,6 +213,15 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    named = [r for r in args.reference or [] if "=" not in r]
+    norms = sorted({r.norm for r in runs})
+    if named and named[-1] not in norms:
+        print(
+            f"normlab-report: error: --reference {named[-1]}: no run of that norm; the runs' norms "
+            f"are {', '.join(norms)}",
+            file=sys.stderr,
+        )
+        return 2
     try:
         args.out.mkdir(parents=True, exist_ok=True)
     except OSError as e:

@@ -92,6 +92,11 @@ RULES = [
     Rule(r"normlab-train .*experiment=", ("compose",), "a whole table's grid"),
     Rule(r"normlab-train ", ("compose", "run")),
     Rule(r"normlab-tune ", ("compose", "flags", "run")),
+    Rule(
+        r"normlab-report .*--claims ",
+        ("flags", "tested"),
+        "tests/test_compare.py::test_a_claims_file_is_the_primary_family_and_the_comparisons_become_exploratory",
+    ),
     Rule(r"normlab-report ", ("flags", "run")),
     Rule(r"normlab-eval .*device=cuda", ("flags",), "a GPU's job"),
     Rule(r"normlab-eval ", ("flags", "run")),

@@ -13,7 +13,7 @@ from test_report import make_run
 
 from normlab.make_report import main as cli_main
 from normlab.models.placement import PLACEMENTS
-from normlab.report import find_runs
+from normlab.report import find_runs, write_report
 from normlab.report.aggregate import Grid
 from normlab.report.axis import NATURAL
 from normlab.report.claimfile import ClaimsFileError, load
@@ -178,3 +178,66 @@ def test_seeds_that_do_not_pair_are_compared_by_welch(tmp_path):
 
 def test_the_reports_placement_order_is_the_models():
     assert NATURAL["placement"] == PLACEMENTS
+
+
+def test_the_paper_page_prints_the_published_numbers_the_report_uses():
+    """Every caption that cites the paper cites docs/paper.md: its tables are published.py's."""
+    from pathlib import Path
+
+    from normlab.campaigns.xu2019.published import markdown
+
+    page = (Path(__file__).parents[1] / "docs" / "paper.md").read_text()
+    block = page.split("<!-- published:start", 1)[1].split("-->\n", 1)[1]
+    assert block.split("<!-- published:end -->")[0] == markdown()
+
+
+def test_a_one_norm_sweep_draws_each_setting_in_its_own_colour_and_dash(tmp_path, monkeypatch):
+    from normlab.report import figures as F
+
+    curves = [
+        {"step": s, "split": sp, "loss": 2.0 / s} for s in (10, 20) for sp in ("train", "valid")
+    ]
+    for placement in ("pre", "post", "peri"):
+        for seed in (2, 3):
+            d = make_run(tmp_path / placement, "rt", "layernorm", seed, 70.0, curves=curves)
+            s = json.loads((d / "summary.json").read_text())
+            (d / "summary.json").write_text(json.dumps({**s, "setting": {"placement": placement}}))
+    drawn = []
+    monkeypatch.setattr(F.plt, "close", drawn.append)
+    title, norms, panels, what = F.FIGURES["curves"]
+    assert F.figure(Grid(find_runs([tmp_path])), "curves", title, norms, panels, tmp_path, what)
+    lines = drawn[-1].axes[0].get_lines()
+    assert [ln.get_label().split(" (n=")[0] for ln in lines] == [
+        "LayerNorm (placement=post)",
+        "LayerNorm (placement=pre)",
+        "LayerNorm (placement=peri)",
+    ]
+    assert len({ln.get_color() for ln in lines}) == 3
+    assert len({str(ln._unscaled_dash_pattern) for ln in lines}) == 3  # one dash each
+
+
+def test_the_index_says_what_to_read_first_and_lists_what_was_written(tmp_path):
+    out = write_report(sweep(tmp_path / "runs"), tmp_path / "rep", figures=False)
+    index = out["index"].read_text()
+    first = index.split("## What to read first", 1)[1].split("##", 1)[0]
+    assert first.strip().splitlines()[0].startswith("1. [comparisons.md](comparisons.md)")
+    listed = index.split("## What was written", 1)[1].split("##", 1)[0]
+    for p in out["tables"]:
+        if p.suffix == ".md" and p.stem != "runs":
+            assert f"[{p.name}]({p.name})" in listed, p.name
+
+
+def test_a_reference_norm_without_runs_is_named_with_the_norms_there_are(tmp_path, capsys):
+    sweep(tmp_path / "runs")
+    out = tmp_path / "rep"
+    argv = [str(tmp_path / "runs"), "--out", str(out), "--no-figures", "--reference", "rmsnrom"]
+    assert cli_main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "normlab-report: error: --reference rmsnrom: no run of that norm; the runs' norms are "
+        "dyt, layernorm, mynorm, rmsnorm"
+    )
+    assert not out.exists()
+    assert cli_main([*argv[:-1], "rmsnorm"]) == 0
+    rows = rows_of(out / "comparisons.csv")
+    assert {r["reference"] for r in rows} == {"RMSNorm"} and len(rows) == 6

@@ -54,8 +54,12 @@ def test_report_has_the_papers_panels():
 
 
 def test_without_group_and_scale_no_such_filter():
-    rs = grids(build_report("me", "p", group=None, tasks=["rt"]))[0].runsets[0]
-    assert {f.key.name for f in expr.string_to_filterexpr_list(rs.filters)} == {
+    every, table1 = [
+        g.runsets[0] for g in grids(build_report("me", "p", group=None, tasks=["rt"]))[:2]
+    ]
+    # without --runs the comparison shows every norm of the project, the paper's grids their own
+    assert {f.key.name for f in expr.string_to_filterexpr_list(every.filters)} == {"task.name"}
+    assert {f.key.name for f in expr.string_to_filterexpr_list(table1.filters)} == {
         "norm.name",
         "task.name",
     }
@@ -76,3 +80,30 @@ def test_cli_dry_run_and_missing_key(tmp_path, monkeypatch, capsys):
     assert "grid [table2] filters: Config('norm.name') in ['none', 'detachnorm'" in out
     assert main(["--entity", "me", "--project", "p"]) == 2
     assert "needs a wandb API key" in capsys.readouterr().err
+
+
+def test_runs_shape_the_report_their_group_norms_and_tasks(tmp_path, capsys):
+    """A user's sweep logged to its own group: the run sets filter to that group and the norms it
+    ran; a paper section appears only with two of its norms among them."""
+    import yaml
+    from test_report import make_run
+
+    for norm in ("layernorm", "rmsnorm", "mynorm"):
+        d = make_run(tmp_path / "runs", "rt", norm, 2, 70.0)
+        cfg = yaml.safe_load((d / "config.yaml").read_text())
+        cfg["logger"] = {"name": "wandb", "group": "my_sweep"}
+        (d / "config.yaml").write_text(yaml.safe_dump(cfg))
+    argv = ["--entity", "me", "--project", "p", "--runs", str(tmp_path / "runs"), "--dry-run"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert (
+        "grid [rt: every norm] filters: Config('norm.name') in ['layernorm', 'rmsnorm', 'mynorm']"
+        in out
+    )
+    assert "Metric('Group') == 'my_sweep'" in out
+    # the beyond table has LayerNorm and RMSNorm; Tables 1-3 and the paper's curves have one norm
+    assert "grid [beyond]" in out and "grid [table1]" not in out and "Overfitting" not in out
+    assert "grid [enwik8" not in out  # only the tasks the runs ran
+    report = build_report("me", "p", group="my_sweep", tasks=["rt"], norms=["layernorm", "mynorm"])
+    names = [g.runsets[0].name for g in grids(report)]
+    assert names == ["rt: every norm"]

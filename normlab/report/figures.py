@@ -9,6 +9,7 @@ unsearchable.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -18,10 +19,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from .aggregate import NORM_LABELS, Grid, data_sentence, finite  # noqa: E402
+from .axis import setting_rank  # noqa: E402
 from .gradstats import probe_records  # noqa: E402
 from .overfit import rise_curve  # noqa: E402
 from .runs import Run  # noqa: E402
-from .style import variant_style  # noqa: E402
+from .style import sweep_style, variant_style  # noqa: E402
 
 X_LABEL = "training step (updates)"
 
@@ -53,8 +55,13 @@ def probe_key(key: str):
 
 
 class Panel:
-    def __init__(self, title: str, get, ylabel: str, log: bool = False):
+    """One panel of a figure's row: what it plots and on which y scale ("log", or "symlog": linear
+    up to ``linthresh``, logarithmic above, for a measure that starts at 0 and may climb by
+    orders of magnitude)."""
+
+    def __init__(self, title: str, get, ylabel: str, log=False, linthresh: float = 10.0):
         self.title, self.get, self.ylabel, self.log = title, get, ylabel, log
+        self.linthresh = linthresh
 
 
 # the training loss is cross-entropy with natural logarithms: per token (MT, LM) or per example
@@ -63,8 +70,13 @@ LOSS_PANELS = [
     Panel("valid loss", split_loss("valid"), "valid cross-entropy (nats)"),
 ]
 # where overfitting lives: how far the valid loss has climbed above its own minimum
+# A run whose valid loss climbs far (8000% in a diverging one) would flatten every other curve
+# on a linear axis: linear to 10%, logarithmic above, so both a 2% rise and a blow-up read.
 RISE_PANEL = Panel(
-    "valid loss above its minimum", rise_curve, "valid loss − its minimum (% of minimum)"
+    "valid loss above its minimum",
+    rise_curve,
+    "valid loss − its minimum (% of minimum; linear to 10%, log above)",
+    log="symlog",
 )
 GRAD_PANELS = [
     Panel(
@@ -95,12 +107,16 @@ def figure(
     variants = [v for v in grid.variants(norms) if any(grid.cell(c, v).runs for c in grid.columns)]
     if norms is not None and len({v[0] for v in variants}) < 2:
         return None
+    if key in (norms or []) and not any(v[0] == key for v in variants):
+        return None  # a figure named after a norm shows that norm
     present = [n for n in norms or [] if any(v[0] == n for v in variants)]
     title = title.format(norms=" vs ".join(NORM_LABELS.get(n, n) for n in present))
     # a norm's default setting ("{}") first, in the legend and in drawing the norm's own style
     first = {n: i for i, n in reversed(list(enumerate(v[0] for v in variants)))}
-    variants.sort(key=lambda v: (first[v[0]], v[1] != "{}", v[1]))
+    variants.sort(key=lambda v: (first[v[0]], setting_rank(json.loads(v[1]))))
     rank = {v: [u for u in variants if u[0] == v[0]].index(v) for v in variants}
+    # one norm at several settings: shades of one colour would not tell them apart
+    one_norm = len({v[0] for v in variants}) == 1 and len(variants) > 1
     series = {
         (c, v, j): _series([r for r in grid.cell(c, v).runs if r.status == "completed"], panel.get)
         for c in grid.columns
@@ -141,11 +157,13 @@ def figure(
                 if not steps:
                     continue
                 n = sum(r.status == "completed" for r in grid.cell(c, v).runs)
-                style = variant_style(v[0], rank[v])
+                style = sweep_style(rank[v]) if one_norm else variant_style(v[0], rank[v])
                 untrained = ", did not train" if grid.cell(c, v).untrained else ""
                 ax.plot(steps, mean, lw=1.4, label=f"{grid.label(v)} (n={n}){untrained}", **style)
                 ax.fill_between(steps, lo, hi, color=style["color"], alpha=0.15, lw=0)
-            if panel.log and ax.has_data():
+            if panel.log == "symlog" and ax.has_data():
+                ax.set_yscale("symlog", linthresh=panel.linthresh)
+            elif panel.log and ax.has_data():
                 ax.set_yscale("log")
             ax.set_title(f"{c}: {panel.title}", fontsize=9)
             ax.set_xlabel(X_LABEL, fontsize=8)
@@ -177,9 +195,10 @@ FIGURES = {
         "Overfitting: {norms}",
         ["layernorm", "layernorm_simple"],
         LOSS_PANELS + [RISE_PANEL],
-        "The paper (Enwiki8 figure): with bias and gain the train loss is lower and the valid loss "
-        "ends higher. The third panel shows the valid loss relative to its own minimum: the rise after "
-        "it is where overfitting shows, independent of when each norm peaked.",
+        "The paper (its Enwiki8 figure): with bias and gain the train loss is lower and the valid "
+        "loss ends higher. The third panel shows the valid loss relative to its own minimum, on a "
+        "y axis linear up to 10% and logarithmic above: the rise after it is where overfitting "
+        "shows, independent of when each norm peaked.",
     ),
     "detachnorm": (
         "{norms}",

@@ -130,6 +130,7 @@ def write_report(
             written["captions"][key] = caption
             written["figures"] += [out / "figures" / f"{key}.png", out / "figures" / f"{key}.pdf"]
     _remove_stale(out, written, campaign)
+    primary = extra[0] if (found.tables or compared is not None) else None
     index = render_index(
         tables,
         extra,
@@ -140,12 +141,13 @@ def write_report(
         regime,
         held_out,
         untrained,
+        contents(tables + extra, written["captions"], primary),
     )
     atomic_write_bytes(out / "report.md", index.encode())
     written["index"] = out / "report.md"
     written["main"] = tables[1] if len(tables) > 1 else tables[0]
     # what the console shows after the main table: the family the report tested
-    written["primary"] = extra[0] if (found.tables or compared is not None) else None
+    written["primary"] = primary
     return written
 
 
@@ -195,6 +197,25 @@ def selection_note(runs: list[Run]) -> str:
     )
 
 
+def contents(tables: list[Table], captions: dict, primary: Optional[Table]) -> list[str]:
+    """The index's first section: what to read first, then every table and figure written."""
+    first = [f"1. [{primary.key}.md]({primary.key}.md): {primary.title}" if primary else ""]
+    first += [
+        "1. [summary.md](summary.md): every cell, mean ± std (n) of the test metric",
+        "1. [baselines.md](baselines.md): which cells beat their task's trivial baselines (a "
+        "cell that did not is named so and compared with nothing)",
+    ]
+    out = ["## What to read first", "", *[x for x in first if x], "", "## What was written", ""]
+    out += [
+        f"- [{t.key}.md]({t.key}.md) (.csv, .tex): {t.title}" for t in tables if t.key != "runs"
+    ]
+    out += [
+        f"- [figures/{k}.png](figures/{k}.png) (.pdf): {c.split('. ')[0]}"
+        for k, c in captions.items()
+    ]
+    return out + ["- [runs.md](runs.md): every run, with its status and path", ""]
+
+
 def render_index(
     tables,
     extra,
@@ -205,6 +226,7 @@ def render_index(
     regime: str = "",
     held_out: str = "",
     untrained: str = "",
+    toc: list[str] = (),
 ) -> str:
     parts = [
         "# normlab report",
@@ -214,6 +236,7 @@ def render_index(
         "",
     ]
     parts += [s for x in (held_out, untrained) if x for s in (x, "")]
+    parts += list(toc)
     if lines:
         parts += ["## Findings", "", *lines, "", how, ""] + ([regime, ""] if regime else [])
     if levels:

@@ -44,3 +44,29 @@ def variant_style(norm: str, rank: int) -> dict:
         "markevery": 0.12,
         "markersize": 4,
     }
+
+
+# A figure of one norm at several settings (a placement sweep) has no second norm to tell its
+# lines apart: each setting gets a colour of its own (matplotlib's tab10, made for categories) and a
+# dash pattern of its own, so the lines stay apart in greyscale too.
+SWEEP_COLORS = [
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+]
+SWEEP_DASHES = ["-", (0, (6, 2)), (0, (1, 1.5)), (0, (6, 2, 1, 2)), (0, (3, 1, 1, 1, 1, 1))]
+
+
+def sweep_style(i: int) -> dict:
+    """matplotlib keyword arguments for the ``i``-th setting of a one-norm sweep figure."""
+    return {
+        "color": SWEEP_COLORS[i % len(SWEEP_COLORS)],
+        "linestyle": SWEEP_DASHES[i % len(SWEEP_DASHES)],
+    }

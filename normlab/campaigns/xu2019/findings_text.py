@@ -197,7 +197,7 @@ def summary_lines(fs: list[Finding], fam: Family, study: str) -> list[str]:
         if not mine:
             continue
         lines.append(
-            f"- {claim.text} [{claim.source}]: {how}, {outcome(mine)} ({_counts(mine, 'holm')}). "
+            f"- {claim.text} [the paper's {claim.source}]: {how}, {outcome(mine)} ({_counts(mine, 'holm')}). "
             f"Uncorrected: {_counts(mine, 'raw')}. Across tasks: "
             f"{sign_sentence(fam.signs.get(claim.key))}. The design {resolution(mine)}."
         )

@@ -1,4 +1,4 @@
-"""The paper's three curve figures in the paper's layout (papers.md §1.7), from our runs.
+"""The paper's three curve figures in the paper's layout (docs/paper.md), from our runs.
 
 - Enwiki8, LayerNorm vs LayerNorm-simple: one plot, train BPC on the left axis and valid BPC on
   the right axis (the paper's twin-axis overfitting figure).

@@ -55,12 +55,17 @@ PAPER = _Paper()
 
 
 def norm_table(grid: Grid, key: str, title: str, norms: Optional[list[str]]) -> Table:
-    """One of the paper's tables: ``norms``' rows, the published numbers beside ours."""
-    return _norm_table(grid, key, title, norms, PAPER, IMPROVEMENTS.get(key, ()))
+    """One of the paper's tables: the rows of ``norms`` that have runs, the published numbers
+    beside ours, and the Improvement rows whose two norms both have runs."""
+    present = {n for _, (n, _) in grid.cells}
+    rows = [n for n in norms if n in present] if norms is not None else None
+    improvements = [i for i in IMPROVEMENTS.get(key, ()) if {i[1], i[2]} <= present]
+    return _norm_table(grid, key, title, rows, PAPER, improvements)
 
 
 def paper_tables(grid: Grid) -> list[Table]:
-    """The tables with runs of at least two of their norms in ``grid`` (one row is no comparison)."""
+    """The tables with runs of at least two of their norms in ``grid`` (one row is no
+    comparison); a norm without runs has no row (a row of "–" says nothing)."""
     present = {n for _, (n, _) in grid.cells}
     return [
         norm_table(grid, key, title, norms)

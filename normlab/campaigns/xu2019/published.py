@@ -1,13 +1,13 @@
 """The numbers Xu et al. (2019) published, keyed by normlab task and norm keys.
 
-Source: the NeurIPS 2019 poster's Tables 1-3 as transcribed in ../shared/docs/papers.md §1.4
+Source: the NeurIPS 2019 poster's Tables 1-3 as transcribed in docs/paper.md
 (every cell verified there). Only tasks that are the same task as ours are mapped: De-En, En-Vi,
 Enwiki8, RT, MNIST, PTB. SST-2 and IMDB are not in the paper, so they have no published number.
 The paper's En-De and SST5 are kept under the keys a task for them would most likely get, so a
 future task config with that key shows them; they are not normlab tasks today.
 
 ``None`` means the paper reports "Diverge". The paper has no numbers for detach_mean/detach_var
-(its table on them was not recovered, papers.md §1.5), RMSNorm or DyT.
+(its table on them was not recovered, docs/paper.md), RMSNorm or DyT.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Optional
 
 SOURCE = (
-    "Xu et al. 2019, NeurIPS poster Tables 1-3 (papers.md §1.4): full datasets and the paper's "
+    "Xu et al. 2019, NeurIPS poster Tables 1-3 (docs/paper.md): full datasets and the paper's "
     "12-layer MT/LM, 4-layer classification, 3-layer MNIST/PTB models"
 )
 
@@ -135,3 +135,41 @@ def signed_text(d: float, decimals: int) -> str:
 def improvement_text(task: str, better: str, worse: str) -> str:
     d = published_improvement(task, better, worse)
     return "–" if d is None else signed_text(d, METRICS[task][2])
+
+
+# the paper's columns in its own order, with the names it prints
+PAPER_COLUMNS = {
+    "wmt14_en_de": "En-De",
+    "iwslt14_de_en": "De-En",
+    "iwslt15_en_vi": "En-Vi",
+    "enwik8": "Enwiki8",
+    "rt": "RT",
+    "sst5": "SST5",
+    "mnist": "MNIST",
+    "ptb": "PTB",
+}
+PAPER_ROWS = {
+    "Table 1 (bias and gain)": ["none", "layernorm", "layernorm_simple"],
+    "Table 2 (derivatives of the mean and variance)": ["none", "detachnorm", "layernorm_simple"],
+    "Table 3 (AdaNorm)": ["none", "layernorm", "layernorm_simple", "adanorm"],
+}
+ROW_NAMES = {
+    "none": "w/o Norm",
+    "layernorm": "LayerNorm",
+    "layernorm_simple": "LayerNorm-simple",
+    "detachnorm": "DetachNorm",
+    "adanorm": "AdaNorm",
+}
+
+
+def markdown() -> str:
+    """The published tables as docs/paper.md prints them (a test holds the page to this)."""
+    out = []
+    head = "| model | " + " | ".join(PAPER_COLUMNS.values()) + " |"
+    for title, rows in PAPER_ROWS.items():
+        out += [f"**{title}**", "", head, "|---" * (len(PAPER_COLUMNS) + 1) + "|"]
+        for norm in rows:
+            cells = [published_text(t, norm) for t in PAPER_COLUMNS]
+            out.append(f"| {ROW_NAMES[norm]} | " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out)

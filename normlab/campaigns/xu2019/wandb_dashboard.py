@@ -1,10 +1,14 @@
-"""``normlab-wandb-dashboard``: the paper's panels as a wandb Report, built in code.
+"""``normlab-wandb-dashboard``: the runs' comparison and the paper's panels as a wandb Report.
 
-    normlab-wandb-dashboard --entity E --project P [--group xu2019] [--scale mini] [--tasks rt,enwik8]
+    normlab-wandb-dashboard --entity E --project P --runs runs/mini/my_sweep   # what was run
+    normlab-wandb-dashboard --entity E --project P [--group G] [--scale mini] [--tasks rt,enwik8]
 
+With ``--runs`` (the local run directories that logged to wandb) the report is shaped by them: its
+run sets filter to the group they were logged to (logger.group, by default the experiment name)
+and to the norms and tasks they ran, and a paper section appears only when two of its norms ran.
 Sections (each a panel grid over a filtered run set, grouped by task then norm, so the run table
-under each grid is the table with one row per task x norm, averaged over seeds):
-Tables 1-3 and the beyond table (test metric columns); the overfitting curves (LayerNorm vs
+under each grid is the table with one row per task x norm, averaged over seeds): every norm per
+task (test metric, train/valid loss); Tables 1-3 and the beyond table; the overfitting curves (LayerNorm vs
 LayerNorm-simple), DetachNorm vs LayerNorm-simple vs w/o Norm, AdaNorm vs LayerNorm (train/valid
 loss per task, mean with a min-max band over seeds); Theorem 1's gradient statistics (log scale).
 
@@ -18,13 +22,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import Optional
 
 from ...commands import version_text
 from .paper_tables import TABLES
-from .studies import ALL_TASKS
+from .wandb_runs import PAPER_TASKS, comparison, dashboard, logged
 
-PAPER_TASKS = list(ALL_TASKS)
 TEST_COLUMNS = [
     "summary:test/acc",
     "summary:test/bleu",
@@ -64,10 +68,14 @@ GRAD_PLOTS = [
 
 
 def _filters(
-    norms: list[str], group: Optional[str], scale: Optional[str], tasks: Optional[list[str]]
+    norms: Optional[list[str]],
+    group: Optional[str],
+    scale: Optional[str],
+    tasks: Optional[list[str]],
 ) -> str:
-    """A wandb filter expression (the string form wandb-workspaces parses)."""
-    parts = [f"Config('norm.name') in {norms!r}"]
+    """A wandb filter expression (the string form wandb-workspaces parses); ``norms`` None: every
+    norm."""
+    parts = [f"Config('norm.name') in {norms!r}"] if norms else []
     if tasks:
         parts.append(
             f"Config('task.name') in {tasks!r}"
@@ -84,11 +92,14 @@ def _filters(
 def build_report(
     entity: str,
     project: str,
-    group: Optional[str] = "xu2019",
+    group: Optional[str] = None,
     scale: Optional[str] = None,
     tasks: Optional[list[str]] = None,
+    norms: Optional[list[str]] = None,
 ):
-    """The Report object (wandb_workspaces.reports.v2.Report); nothing is sent anywhere."""
+    """The Report object (wandb_workspaces.reports.v2.Report); nothing is sent anywhere.
+    ``norms``: the norms the runs have (None: any): the comparison section filters to them, and a
+    paper section is built only when two of its norms are among them."""
     import wandb_workspaces.reports.v2 as wr
 
     for name, value in (("entity", entity), ("project", project)):
@@ -99,7 +110,8 @@ def build_report(
     tasks = tasks or PAPER_TASKS
     from ...tasks import TASKS
 
-    unknown = [t for t in tasks if t not in TASKS]
+    # tasks read from the runs (norms given) may be a user package's, not installed here
+    unknown = [t for t in tasks if t not in TASKS] if norms is None else []
     if unknown:
         raise ValueError(f"unknown task(s) {unknown}; valid: {', '.join(sorted(TASKS))}")
 
@@ -137,13 +149,24 @@ def build_report(
             "source of truth for normlab-report's tables. Grouped rows average the seeds; diverged "
             "runs log no test metric, so check each group's run count."
         ),
-        wr.H2(text="Tables"),
     ]
-    for key, (title, norms) in TABLES.items():
+    blocks += comparison(wr, runset, loss_plot, norms, tasks)
+    present = set(norms or ())
+
+    def shown(wanted: list[str]) -> Optional[list[str]]:
+        """The paper section's norms the runs have; None when fewer than two (no comparison)."""
+        if norms is None:
+            return wanted
+        have = [n for n in wanted if n in present]
+        return have if len(have) >= 2 else None
+
+    tables = [(k, t, ns) for k, (t, n) in TABLES.items() if (ns := shown(n))]
+    blocks += [wr.H2(text="The paper's tables")] if tables else []
+    for key, title, norms_ in tables:
         blocks += [
             wr.H3(text=title),
             wr.PanelGrid(
-                runsets=[runset(key, norms, tasks)],
+                runsets=[runset(key, norms_, tasks)],
                 panels=[
                     wr.BarPlot(
                         title=f"{title}: test metric per task and norm",
@@ -155,15 +178,19 @@ def build_report(
                 ],
             ),
         ]
-    blocks.append(wr.H2(text="Curves"))
-    for title, norms, claim in CURVES:
+    curves = [(t, ns, c) for t, n, c in CURVES if (ns := shown(n)) and ns == n]
+    blocks += [wr.H2(text="The paper's curves")] if curves else []
+    for title, norms_, claim in curves:
         blocks += [wr.H3(text=title), wr.P(text=claim)]
         blocks += [
             wr.PanelGrid(
-                runsets=[runset(f"{t}: {title}", norms, [t])], panels=[loss_plot(f"{t}: {title}")]
+                runsets=[runset(f"{t}: {title}", norms_, [t])], panels=[loss_plot(f"{t}: {title}")]
             )
             for t in tasks
         ]
+    grad_norms = shown(GRAD_NORMS)
+    if grad_norms is None:
+        return dashboard(wr, entity, project, blocks)
     blocks += [
         wr.H2(text="Theorem 1: gradient statistics per norm variant"),
         wr.P(
@@ -173,7 +200,7 @@ def build_report(
     ]
     blocks += [
         wr.PanelGrid(
-            runsets=[runset(f"{t}: gradient statistics", GRAD_NORMS, [t])],
+            runsets=[runset(f"{t}: gradient statistics", grad_norms, [t])],
             panels=[
                 wr.LinePlot(
                     title=f"{t}: {name}",
@@ -191,13 +218,7 @@ def build_report(
         )
         for t in tasks
     ]
-    return wr.Report(
-        entity=entity,
-        project=project,
-        title="normlab: the paper's tables and figures",
-        description="Tables 1-3, overfitting, DetachNorm and AdaNorm curves, gradient statistics",
-        blocks=blocks,
-    )
+    return dashboard(wr, entity, project, blocks)
 
 
 def outline(report) -> list[str]:
@@ -225,19 +246,45 @@ def main(argv=None) -> int:
         "--project", required=True, help="wandb project (logger.project, default normlab)"
     )
     p.add_argument(
-        "--group", default="xu2019", help="run group = experiment name (default xu2019; '' for all)"
+        "--runs",
+        nargs="+",
+        type=Path,
+        help="the local run directories (or folders of them) whose wandb runs the report shows: "
+        "their group, tasks and norms shape it",
+    )
+    p.add_argument(
+        "--group",
+        default=None,
+        help="run group = experiment name (default: the group --runs logged to; without --runs, "
+        "every group)",
     )
     p.add_argument("--scale", default=None, help="only runs of this scale (smoke | mini | paper)")
     p.add_argument(
-        "--tasks", default=",".join(PAPER_TASKS), help="comma-separated task keys, one grid each"
+        "--tasks",
+        default=None,
+        help="comma-separated task keys, one grid each (default: the tasks --runs ran, else the "
+        "paper's)",
     )
     p.add_argument(
         "--dry-run", action="store_true", help="print the report's outline; send nothing"
     )
     a = p.parse_args(argv)
-    tasks = [t.strip() for t in a.tasks.split(",") if t.strip()]
+    group, norms, tasks = a.group, None, None
+    if a.runs:
+        try:
+            seen = logged(a.runs)
+        except FileNotFoundError as e:
+            p.error(f"--runs: {e}")
+        if not seen["norms"]:
+            p.error(f"--runs: no run directories under {', '.join(map(str, a.runs))}")
+        if group is None and len(seen["groups"]) > 1:
+            p.error(f"--runs logged to groups {seen['groups']}: name one with --group")
+        group = group if group is not None else seen["groups"][0]
+        norms, tasks = seen["norms"], seen["tasks"]
+    if a.tasks:
+        tasks = [t.strip() for t in a.tasks.split(",") if t.strip()]
     try:
-        report = build_report(a.entity, a.project, a.group or None, a.scale, tasks)
+        report = build_report(a.entity, a.project, group or None, a.scale, tasks, norms)
     except ImportError:
         p.error("needs wandb-workspaces: pip install 'normlab[dashboard]'")
     except ValueError as e:
