@@ -17,8 +17,9 @@ class CheckpointError(RuntimeError):
 
 class ComposeError(ValueError):
     """Hydra could not compose the config of a command that composes it itself (normlab-tune);
-    ``lines``: normlab's hints, then Hydra's message in one line."""
+    ``lines``: normlab's hints, then Hydra's message in one line; ``code``: the exit status (1, or
+    2 for a config group choice that does not exist)."""
 
-    def __init__(self, lines: list[str]):
+    def __init__(self, lines: list[str], code: int = 1):
         super().__init__("\n".join(lines))
-        self.lines = lines
+        self.lines, self.code = lines, code

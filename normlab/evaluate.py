@@ -93,8 +93,19 @@ def evaluate_run(run_dir: Path, args, overrides) -> list[dict]:
 
     from .files import remove_empty_dirs
     from .run.restore import changes_numbers, restore
+    from .run.runlock import holder
 
+    busy = holder(
+        run_dir
+    )  # read before the checkpoint: a run that ends meanwhile is not "training"
     r = restore(run_dir, args.checkpoint, overrides)
+    if busy:
+        print(
+            f"normlab-eval: {run_dir} is still training ({busy}): evaluating its {args.checkpoint} "
+            f"checkpoint so far, step {r.step} ({r.checkpoint}); evaluate again when it ends for "
+            "the final one",
+            file=sys.stderr,
+        )
     reference = not changes_numbers(overrides, r.recorded)
     task = r.task
     decodes = hasattr(task, "generate")

@@ -24,12 +24,14 @@ TABLE = (
     (OK, 'completed or diverged (a diverged run is a result: status "diverged" in summary.json)'),
     (
         COMPOSE,
-        "Hydra could not compose the config (an unknown key or config group); the closest keys are printed",
+        "the config cannot be composed: a key no config has (normlab's line first: the valid keys at "
+        "that level and the closest)",
     ),
     (
         BAD_INPUT,
-        "bad input: a config value or data file; one line names the key or file and the fix, nothing is "
-        "written",
+        "bad input: a config value, a config group choice that does not exist (norm=rmsnrom: the "
+        "options and the closest) or a data file; one line names the key or file and the fix, "
+        "nothing is written",
     ),
     (
         CRASHED,

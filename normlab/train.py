@@ -25,6 +25,7 @@ from omegaconf import DictConfig
 
 from . import (
     exitcodes,
+    preflight,
     setting,  # noqa: F401  (registers ${normlab.setting:} for hydra.run.dir)
 )
 from .commands import version_text
@@ -118,6 +119,12 @@ def main() -> None:
     if "--version" in sys.argv[1:]:  # Hydra's own --version names Hydra only
         print(version_text())
         sys.exit(exitcodes.OK)
+    refused = preflight.check(sys.argv[1:])
+    if refused:  # a typo: normlab's line, before Hydra's dump
+        code, lines = refused
+        if _rank() == 0:
+            print("\n".join(lines), file=sys.stderr)
+        sys.exit(code)
     try:
         _main()
     except KeyboardInterrupt:  # Ctrl-C outside training (data set-up, the final test): no traceback

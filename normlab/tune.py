@@ -115,12 +115,15 @@ def main(argv=None) -> int:
     from omegaconf.errors import OmegaConfBaseException
 
     from .hints import composition_error
+    from .preflight import choice_errors
     from .tasks import get_task_class
 
     spec = load_search(a.search)
     overrides = list(a.overrides)
     if not any(o.startswith("name=") for o in overrides):
         overrides.append(f"name=tune_{a.search}")
+    if lines := choice_errors(overrides):  # norm=rmsnrom: the one line normlab-train prints
+        raise ComposeError(lines, exitcodes.BAD_INPUT)
     try:
         cfg = compose(overrides)
     except (HydraException, OmegaConfBaseException) as e:
@@ -227,7 +230,7 @@ def cli() -> None:
         sys.exit(main())
     except ComposeError as e:
         print("\n".join(e.lines), file=sys.stderr)
-        sys.exit(exitcodes.COMPOSE)
+        sys.exit(e.code)
     except (ConfigError, RunLocked) as e:
         print(f"normlab-tune: error: {e}", file=sys.stderr)
         sys.exit(exitcodes.LOCKED if isinstance(e, RunLocked) else exitcodes.BAD_INPUT)

@@ -83,6 +83,11 @@ RULES = [
     Rule(r"make demo( |$)", ("make", "run")),
     Rule(r"export NORMLAB_DATA=", ("external",), "sets the data folder (docs/tasks-data.md)"),
     Rule(
+        r"source \.venv/bin/activate( |$)",
+        ("tested",),
+        "tests/test_docs_commands.py::test_the_readme_activates_the_environment_before_its_first_command",
+    ),
+    Rule(
         r"pip install -e examples/normlab-example|normlab-train .*norm=lpnorm|normlab-report .*lpnorm",
         ("tested",),
         "tests/test_extend.py::test_a_norm_from_the_users_own_package_runs_everywhere (and make example)",

@@ -205,14 +205,23 @@ def test_typo_in_a_command_line_key_lists_the_valid_keys():
 
 def test_cli_exit_codes_and_messages(existing):
     tmp, run_dir, before = existing
-    out = run_cli([*RT, "task=nope"], tmp, data_dir=tmp / "data", check=False)
-    assert (
-        out.returncode == 1
-        and "Available options in 'task'" in out.stderr
-        and "\trt\n" in out.stderr
-    )
+    # a config that does not exist: one line with the options and the closest, exit 2
+    for bad, says in [
+        ("task=nope", "normlab: error: task=nope: no such task config; available: enwik8,"),
+        ("task=sst-2", "did you mean task=sst2?"),
+        ("norm=rmsnrom", "did you mean norm=rmsnorm?"),
+        ("scale=smol", "did you mean scale=smoke?"),
+    ]:
+        out = run_cli([*RT, bad], tmp, data_dir=tmp / "data", check=False)
+        assert out.returncode == 2 and out.stderr.count("\n") == 1 and says in out.stderr, (
+            out.stderr
+        )
+    # a key no config has: normlab's line first and alone, not Hydra's advice to add it with '+'
     out = run_cli([*RT, "task.train.lrr=1"], tmp, data_dir=tmp / "data", check=False)
-    assert out.returncode == 1 and "did you mean task.train.lr?" in out.stderr
+    assert out.returncode == 1 and out.stderr.startswith(
+        "normlab: task.train.lrr is not a config key"
+    )
+    assert "did you mean task.train.lr?" in out.stderr and "+task.train.lrr" not in out.stderr
     out = run_cli(RT, tmp, data_dir=tmp / "nowhere", check=False)
     assert (
         out.returncode == 2
@@ -557,13 +566,13 @@ def test_a_search_whose_config_cannot_be_composed_says_so_in_normlab_lines(tmp_p
 
     base = [sys.executable, "-m", "normlab.tune", "--trials", "1", "--", "task=rt", "scale=smoke"]
     base.append(f"paths.root={tmp_path / 'runs'}")
-    for bad, match in [
-        ("norm=rmsnrom", "Could not find 'norm/rmsnrom'; available: adanorm,"),
-        ("task.train.lrr=1e-3", "task.train.lrr is not a config key"),
+    for bad, match, code in [
+        ("norm=rmsnrom", "norm=rmsnrom: no such norm config; available: adanorm,", 2),
+        ("task.train.lrr=1e-3", "task.train.lrr is not a config key", 1),
     ]:
         out = subprocess.run([*base, bad], capture_output=True, text=True, timeout=300)
         lines = out.stderr.strip().splitlines()
-        assert out.returncode == 1 and len(lines) <= 2 and match in lines[0], out.stderr
+        assert out.returncode == code and len(lines) <= 2 and match in lines[0], out.stderr
         assert "Traceback" not in out.stderr and "+task.train" not in out.stderr
     assert (
         "did you mean norm=rmsnorm?"

@@ -146,6 +146,35 @@ def test_ci_runs_the_set_up_and_test_commands_as_written():
         assert cmd.argv and " ".join(cmd.argv) in ci, f"{cmd.id}: .ci/run does not run {cmd.text!r}"
 
 
+def test_the_readme_activates_the_environment_before_its_first_command():
+    """`make install` then the README's commands, as written, in a new shell whose PATH has no
+    .venv: its first normlab command must find the installed programs."""
+    from docs_commands import shell_commands
+
+    cmds = [" ".join(c.argv) for c in shell_commands(REPO / "README.md")]
+    first = next(i for i, c in enumerate(cmds) if c.startswith("normlab-"))
+    assert "source .venv/bin/activate" in cmds[:first], cmds[: first + 1]
+    path = os.pathsep.join(
+        p for p in os.environ.get("PATH", "").split(os.pathsep) if ".venv" not in p
+    )
+    env = {**os.environ, "PATH": path}
+    env.pop("VIRTUAL_ENV", None)
+    out = subprocess.run(
+        [
+            "bash",
+            "-c",
+            "source .venv/bin/activate && command -v normlab-train && normlab-train --version",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0] == str(REPO / ".venv" / "bin" / "normlab-train")
+
+
 def _runnable_pages() -> dict[str, list]:
     pages: dict[str, list] = {}
     for c in _with("run"):

@@ -178,3 +178,20 @@ def test_help_and_version():
     for flag in ("--help", "--version"):
         out = run_eval([flag])
         assert out.returncode == 0 and "normlab" in out.stdout
+
+
+def test_a_run_still_training_is_evaluated_at_its_best_checkpoint_so_far_and_says_so(
+    smoke_runs, tmp_path, capsys
+):
+    from normlab.run.runlock import RunLock, holder
+
+    summary, run_dir = smoke_runs["rt"]
+    assert holder(run_dir) is None
+    assert not (run_dir.parent / f".{run_dir.name}.lock").exists()  # asking creates no lock file
+    with RunLock(run_dir):  # what a training process holds
+        assert holder(run_dir).startswith("pid ")
+        rows = evaluate([run_dir, "--split", "valid"], tmp_path)
+    err = capsys.readouterr().err
+    assert f"{run_dir} is still training (pid " in err
+    assert f"evaluating its best checkpoint so far, step {summary['best_step']}" in err
+    assert rows[0]["step"] == summary["best_step"]

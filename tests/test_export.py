@@ -102,6 +102,26 @@ def test_translation_export_carries_vocabularies_and_bpe(smoke_runs, tmp_path):
     assert meta["program"]["dynamic"] == "batch and length"
 
 
+def test_a_classifiers_labels_name_its_classes_in_the_readers_order(smoke_runs, tmp_path):
+    """labels.json says what each output column means: RT's reader gives rt-polarity.neg id 0."""
+    from normlab.data.classification import read_rt
+
+    _, run_dir = smoke_runs["rt"]
+    folder = tmp_path / "export"
+    assert main([str(run_dir), "--out", str(folder)]) == 0
+    labels = json.loads((folder / "labels.json").read_text())
+    assert labels["classes"] == 2 and labels["names"] == {"0": "negative", "1": "positive"}
+    r = restore(run_dir, "best")
+    splits, _ = read_rt(r.task.data_dir)
+    texts, ids = splits["train"]
+    neg = {
+        line.strip()
+        for line in (r.task.data_dir / "rt-polarity.neg").read_text(errors="replace").splitlines()
+    }
+    first = next(i for i, t in enumerate(texts) if t.strip() in neg)
+    assert ids[first] == 0
+
+
 def test_export_refuses_a_folder_that_is_not_empty_and_a_run_without_checkpoint(
     smoke_runs, tmp_path, capsys
 ):

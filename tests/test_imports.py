@@ -141,7 +141,7 @@ LAYERS = (
     ("norms",),
     ("models", "data"),
     ("tasks", "loggers"),
-    ("config", "setting", "hints"),
+    ("config", "setting", "hints", "preflight"),
     ("run",),
     (
         "jobproc",

@@ -89,6 +89,8 @@ def test_kill_mid_checkpoint_write_mid_eval_mid_step_then_resume_is_bitwise_equa
 
     out = run_cli(ARGS, tmp_path)
     assert "completed" in out.stdout
+    # the user sees that the run went on, from where, and which file
+    assert f"resuming from step 12 (checkpoint {ck / 'last.pt'})" in out.stdout
     assert curves(run) == curves(reference)
     assert results(run) == results(reference)
     assert torch.equal(

@@ -158,6 +158,9 @@ def _run_locked(cfg, run_dir: Path, overrides, ctx, start: float, console: Conso
             )
     trainer.run_config = config
     ck = trainer.resume()  # CheckpointError when every checkpoint is unreadable or another run's
+    if ck is not None and ctx.main:
+        where = trainer.ckpt.loaded or trainer.ckpt.last
+        print(f"[normlab] {run_dir}: resuming from step {trainer.state.step} (checkpoint {where})")
     summary_path = run_dir / "summary.json"
     previous = read_summary(summary_path) if ctx.main else {}
     curves = Curves(run_dir / "curves.jsonl")

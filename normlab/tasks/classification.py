@@ -30,6 +30,7 @@ TOKENIZER = (
 class ClassificationTask(Task):
     metric, higher_is_better, unit = "acc", True, "examples"
     files: tuple[str, ...] = ()  # source files that key the cache
+    class_names: tuple[str, ...] = ()  # class id -> its name, for an export's labels.json
 
     def read(self) -> tuple[dict, str]: ...
 
@@ -147,8 +148,12 @@ class ClassificationTask(Task):
 
     def export_files(self, folder):
         (folder / "vocab.txt").write_text("\n".join(self.vocab.itos) + "\n")
+        names = list(self.class_names) or [f"class {i}" for i in range(self.classes)]
         note = {
             "classes": self.classes,
+            "names": {
+                str(i): names[i] if i < len(names) else f"class {i}" for i in range(self.classes)
+            },
             "max_len": int(self.cfg.data.max_len),
             "ids": "class ids as the task's reader assigns them (normlab/data/classification.py)",
         }
@@ -156,7 +161,7 @@ class ClassificationTask(Task):
         return {
             "vocab.txt": f"the {len(self.vocab):,} tokens, one per line, line i = id i (<pad> {self.vocab.pad}, "
             f"<unk> {self.vocab.unk}); the tokenizer: {TOKENIZER}",
-            "labels.json": "the number of classes and the longest input",
+            "labels.json": "each class id's name, the number of classes and the longest input",
         }
 
     def loss(self, model, batch):
@@ -172,6 +177,7 @@ class ClassificationTask(Task):
 @register_task("rt")
 class RTTask(ClassificationTask):
     name, files = "rt", ("rt-polarity.pos", "rt-polarity.neg")
+    class_names = ("negative", "positive")  # rt-polarity.neg is 0, .pos is 1
 
     def read(self):
         return self.read_with(readers.read_rt, self.data_dir)
@@ -180,6 +186,7 @@ class RTTask(ClassificationTask):
 @register_task("sst2")
 class SST2Task(ClassificationTask):
     name, files = "sst2", ("train.tsv", "dev.tsv")
+    class_names = ("negative", "positive")  # GLUE's label column
 
     def read(self):
         return self.read_with(readers.read_sst2, self.data_dir)
@@ -188,6 +195,7 @@ class SST2Task(ClassificationTask):
 @register_task("imdb")
 class IMDBTask(ClassificationTask):
     name, files = "imdb", ("aclImdb.tar.gz", "aclImdb_v1.tar.gz", "aclImdb/README")
+    class_names = ("negative", "positive")  # aclImdb/*/neg is 0, pos is 1
 
     def read(self):
         return self.read_with(readers.read_imdb, self.data_dir)
@@ -199,6 +207,7 @@ class SyntheticTask(ClassificationTask):
 
     name, files = "synthetic_cls", ()
     no_trivial_baseline = "none (generated data)"
+    class_names = ("not more first-quarter tokens", "more first-quarter tokens")
 
     def read(self):
         return self.read_with(readers.synthetic)
