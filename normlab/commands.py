@@ -38,6 +38,11 @@ COMMANDS = (
         "tables, findings and figures from run directories",
     ),
     (
+        "normlab-data",
+        "normlab.datacli:main",
+        "where each task's data comes from, and a check of it against the reference copy",
+    ),
+    (
         "normlab-wandb-dashboard",
         "normlab.campaigns.xu2019.wandb_dashboard:main",
         "the paper's panels as a wandb Report, built in code",

@@ -106,6 +106,16 @@ RULES = [
     Rule(r"normlab-eval .*device=cuda", ("flags",), "a GPU's job"),
     Rule(r"normlab-eval ", ("flags", "run")),
     Rule(r"normlab-export ", ("flags", "run")),
+    Rule(
+        r"normlab-data fetch ",
+        ("flags", "tested"),
+        "tests/test_datacli.py::test_fetch_prints_what_the_loaders_errors_quote",
+    ),
+    Rule(
+        r"normlab-data check",
+        ("flags", "tested"),
+        "tests/test_datacli.py::test_the_reference_copy_checks_out",
+    ),
     Rule(r"normlab-wandb-dashboard .*--dry-run", ("flags", "run")),
     Rule(
         r"normlab-wandb-dashboard ",

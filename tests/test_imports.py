@@ -152,6 +152,7 @@ LAYERS = (
         "trialjob",
         "evaluate",
         "export",
+        "datacli",
         "entry",
         "__main__",
     ),

@@ -16,22 +16,14 @@ from pathlib import Path
 import torch
 
 from ..errors import DataError
+from .sources import commands
 
 Split = dict[str, tuple[list[str], list[int]]]
 
-# The command that prepares each task's folder ({dir}: the task's data folder), quoted by errors.
-PREPARE = {
-    "rt": "mkdir -p {dir} && curl -L http://www.cs.cornell.edu/people/pabo/movie-review-data/"
-    "rt-polaritydata.tar.gz | tar -xz --strip-components=1 -C {dir}",
-    "sst2": "curl -LO https://dl.fbaipublicfiles.com/glue/data/SST-2.zip && "
-    "unzip -j SST-2.zip 'SST-2/*.tsv' -d {dir}",
-    "imdb": "mkdir -p {dir} && curl -L -o {dir}/aclImdb_v1.tar.gz "
-    "https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz",
-}
-
 
 def how(task: str, root: Path) -> str:
-    return f"To prepare it: {PREPARE[task].format(dir=root)}"
+    """How to lay out ``task``'s folder ``root`` (normlab.data.sources, quoted by every error)."""
+    return f"To prepare it: {' && '.join(commands(task, root.parent))} (normlab-data fetch {task} prints it)"
 
 
 def _need(path: Path, prepare: str) -> Path:

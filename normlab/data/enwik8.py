@@ -26,7 +26,7 @@ FULL_SIZE = 100_000_000
 SOURCES = ("enwik8", "enwik8.zip", "enwik8_small")
 PREPARE = (
     "download http://mattmahoney.net/dc/enwik8.zip into that folder (the zip or the unzipped "
-    "raw file 'enwik8' both work)"
+    "raw file 'enwik8' both work; normlab-data fetch enwik8 prints the command)"
 )
 
 

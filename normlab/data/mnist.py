@@ -27,7 +27,8 @@ COUNTS = {"train": 60_000, "t10k": 10_000}
 SIDE = 28
 PREPARE = (
     "download the four files from https://ossci-datasets.s3.amazonaws.com/mnist/ (or "
-    "yann.lecun.com/exdb/mnist/) into that folder; .gz or unpacked both work"
+    "yann.lecun.com/exdb/mnist/) into that folder; .gz or unpacked both work (normlab-data fetch "
+    "mnist prints the commands)"
 )
 
 

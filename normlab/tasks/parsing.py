@@ -41,8 +41,9 @@ SPLITS = ("train", "valid", "test")
 NULL, ROOT, UNK = 0, 1, 2  # special ids shared by the word and tag vocabularies
 SPECIALS = ["<null>", "<root>", "<unk>"]
 GET_DATA = (
-    "the NLTK sample unpacks there with `python -m nltk.downloader -d <data root>/ptb "
-    "dependency_treebank treebank`; the licensed WSJ goes in the same layout"
+    "the NLTK sample unpacks there with `pip install nltk && python -m nltk.downloader -d "
+    "<data root>/ptb dependency_treebank treebank` (normlab-data fetch ptb prints it); the licensed "
+    "WSJ goes in the same layout"
 )
 
 
