@@ -74,3 +74,28 @@ def test_the_rows_the_statistics_guide_reads_are_the_committed_ones():
         # ours, 90% CI, margin; MDE; p, p seq, p Holm; and the verdict
         assert cells[2:5] == table[6:9] and cells[5] == table[10], (cells, table)
         assert cells[6:9] == table[12:15] and cells[9] == table[3], (cells, table)
+
+
+@pytest.mark.skipif(not HAS_RESULTS, reason="no committed results/mini tables")
+def test_the_readmes_timings_are_the_measured_ones():
+    """The README's run time per mini run is the median over the committed evaluation runs, and its
+    start-up time is the committed benchmark's: measured numbers, not hoped ones."""
+    import json
+    import statistics
+
+    readme = (REPO / "README.md").read_text()
+    walls = [
+        s["wall_time_s"]
+        for p in (REPO / "results" / "mini" / "runs").rglob("summary.json")
+        if (s := json.loads(p.read_text())).get("status") == "completed" and s.get("seed") != 1
+    ]
+    said = re.search(
+        r"the committed `results/mini` runs, at the earlier presets: median (\d+) s", readme
+    )
+    assert said and int(said.group(1)) == round(statistics.median(walls)), (
+        said,
+        statistics.median(walls),
+    )
+    bench = (REPO / "results" / "bench" / "startup.md").read_text()
+    first = re.search(r"\| `normlab-train to its first step` \| ([\d.]+) \|", bench).group(1)
+    assert f"its first training step {first} s after launch" in readme
