@@ -93,11 +93,10 @@ def evaluate_run(run_dir: Path, args, overrides) -> list[dict]:
 
     from .files import remove_empty_dirs
     from .run.restore import changes_numbers, restore
-    from .run.runlock import holder
+    from .run.runlock import lock_holder
 
-    busy = holder(
-        run_dir
-    )  # read before the checkpoint: a run that ends meanwhile is not "training"
+    # read before the checkpoint: a run that ends meanwhile is not "training"
+    busy = lock_holder(run_dir)
     r = restore(run_dir, args.checkpoint, overrides)
     if busy:
         print(

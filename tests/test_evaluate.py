@@ -183,13 +183,13 @@ def test_help_and_version():
 def test_a_run_still_training_is_evaluated_at_its_best_checkpoint_so_far_and_says_so(
     smoke_runs, tmp_path, capsys
 ):
-    from normlab.run.runlock import RunLock, holder
+    from normlab.run.runlock import RunLock, lock_holder
 
     summary, run_dir = smoke_runs["rt"]
-    assert holder(run_dir) is None
+    assert lock_holder(run_dir) is None
     assert not (run_dir.parent / f".{run_dir.name}.lock").exists()  # asking creates no lock file
     with RunLock(run_dir):  # what a training process holds
-        assert holder(run_dir).startswith("pid ")
+        assert lock_holder(run_dir).startswith("pid ")
         rows = evaluate([run_dir, "--split", "valid"], tmp_path)
     err = capsys.readouterr().err
     assert f"{run_dir} is still training (pid " in err

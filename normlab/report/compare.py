@@ -129,7 +129,7 @@ def axis_rows(grid: Grid, ref: Reference) -> list[tuple[Finding, Cell, Cell]]:
         for k, cells in by_key.items():
             order = axis_order(k, cells)
             base_value = chosen.get(k) if chosen.get(k) in cells else order[0]
-            base_col, base = cells[base_value]
+            _, base = cells[base_value]
             for value in order:
                 if value == base_value:
                     continue
@@ -187,7 +187,7 @@ def comparisons_table(grid: Grid, done: Compared, ref: Reference) -> Table:
                 f.column,
                 f.claim.a,
                 f.claim.b,
-                str(f.n),
+                f"0 ({f.n_a}/{f.n_b} unpaired)" if "unpaired" in f.notes else str(f.n),
                 A.text(),
                 B.text(),
                 "–" if d is None else fmt(d, f.unit, signed=True),

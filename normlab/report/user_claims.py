@@ -4,27 +4,14 @@ per row by the claim's form (verdicts.py), Holm over the tested rows (family.py)
 
 from __future__ import annotations
 
-import math
-from typing import Optional
-
-from . import stats as S
-from .aggregate import Grid, data_sentence, fmt
+from .aggregate import Grid, data_sentence
+from .claim_cells import head, num, p_text
 from .claimfile import ClaimSet
 from .claims import margins_sentence, settings
 from .family import Family, apply, tested
 from .findings import Findings
 from .tables import Table
 from .verdicts import AGAINST, SUPPORTS, UNTESTED, Finding, claim_rows, label
-
-
-def _num(x: Optional[float], unit: str, signed: bool = False) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "–"
-    return fmt(x, "loss" if unit == "gap" else unit, signed)
-
-
-def _p(p: Optional[float]) -> str:
-    return "–" if p is None else f"{p:.3g}"
 
 
 def method(cs: ClaimSet, fam: Family) -> str:
@@ -51,26 +38,7 @@ def claims_table(grid: Grid, cs: ClaimSet, fam: Family) -> Table:
         + ["margin", "MDE", "p", "p Holm", "detail"],
     )
     for f in fam.rows:
-        ci = f.ci90
-        t.rows.append(
-            [
-                f.claim.text,
-                f.column,
-                "A ≥ B" if f.claim.form == S.NONINFERIOR else "A > B",
-                f.shown(),
-                f.verdict("raw"),
-                str(f.n),
-                _num(f.diff, f.unit, True),
-                "–"
-                if ci is None
-                else f"[{_num(ci[0], f.unit, True)}, {_num(ci[1], f.unit, True)}]",
-                "–" if f.margin is None else f"±{f.margin:g}",
-                _num(f.mde, f.unit),
-                _p(f.p),
-                _p(f.p_holm),
-                f.sentence,
-            ]
-        )
+        t.rows.append([*head(f), num(f.mde, f.unit), p_text(f.p), p_text(f.p_holm), f.sentence])
     t.caption = method(cs, fam)
     t.notes = [s for s in (_missing(grid, cs, fam.rows), data_sentence(grid)) if s]
     return t

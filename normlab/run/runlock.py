@@ -89,20 +89,3 @@ def lock_holder(run_dir: Path) -> Optional[str]:
         return os.read(fd, 256).decode(errors="replace").strip() or "another process"
     finally:
         os.close(fd)
-
-
-def holder(run_dir: Path) -> Optional[str]:
-    """Who trains ``run_dir`` now ("pid ... on ... since ..."), or None when no live process
-    holds its lock. Reads only: a run nobody trains gets no lock file from asking."""
-    path = Path(run_dir).parent / f".{Path(run_dir).name}.lock"
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return os.read(fd, 256).decode(errors="replace").strip() or "unknown process"
-    finally:
-        os.close(fd)  # closing drops the shared lock taken when nobody held it
-    return None

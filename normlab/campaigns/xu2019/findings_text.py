@@ -4,25 +4,14 @@ what the design can and cannot resolve."""
 
 from __future__ import annotations
 
-import math
 from typing import Optional
 
-from ...report import stats as S
-from ...report.aggregate import Grid, data_sentence, fmt
+from ...report.aggregate import Grid, data_sentence
+from ...report.claim_cells import head, num, p_text
 from ...report.claims import margins_sentence, settings
 from ...report.tables import Table
 from .family import Family, family_sentence
 from .findings import AGAINST, CLAIMS, SUPPORTS, UNTESTED, Finding, look_sizes
-
-
-def _num(x: Optional[float], unit: str, signed: bool = False) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "–"
-    return fmt(x, "loss" if unit == "gap" else unit, signed)
-
-
-def p_text(p: Optional[float]) -> str:
-    return "–" if p is None or math.isnan(p) else f"{p:.3g}"
 
 
 def _seeds(f: Finding) -> str:
@@ -88,24 +77,11 @@ def findings_table(grid: Grid, fs: list[Finding], fam: Family, study: str = "thi
         ],
     )
     for f in fs:
-        ci = (
-            "–"
-            if f.ci90 is None
-            else f"[{_num(f.ci90[0], f.unit, True)}, {_num(f.ci90[1], f.unit, True)}]"
-        )
         t.rows.append(
             [
-                f.claim.text,
-                f.column,
-                "A ≥ B" if f.claim.form == S.NONINFERIOR else "A > B",
-                f.shown(),
-                f.verdict("raw"),
-                str(f.n),
-                _num(f.diff, f.unit, True),
-                ci,
-                "–" if f.margin is None else f"±{f.margin:g}",
+                *head(f),
                 "–" if f.corr is None else f"{f.corr:+.2f}",
-                _num(f.mde, f.unit),
+                num(f.mde, f.unit),
                 _seeds(f),
                 p_text(f.p),
                 p_text(f.p_seq if f.primary else None),
@@ -149,7 +125,7 @@ def resolution(mine: list[Finding]) -> str:
     if not rows:
         return "no row has a minimum detectable effect (too few paired seeds)"
     ok = [f.column for f in rows if resolves(f)]
-    mdes = ", ".join(f"{f.column} {_num(f.mde, f.unit)} (±{f.margin:g})" for f in rows)
+    mdes = ", ".join(f"{f.column} {num(f.mde, f.unit)} (±{f.margin:g})" for f in rows)
     return (
         f"resolves an effect of its margin's size on {len(ok)} of {len(rows)} tasks"
         + (f" ({', '.join(ok)})" if ok else "")
