@@ -88,7 +88,7 @@ RULES = [
         "tests/test_docs_commands.py::test_the_readme_activates_the_environment_before_its_first_command",
     ),
     Rule(
-        r"pip install -e examples/normlab-example|normlab-train .*norm=lpnorm|normlab-report .*lpnorm",
+        r"pip install -e examples/normlab-example|normlab-train .*norm=[\w,]*lpnorm|normlab-report .*lpnorm",
         ("tested",),
         "tests/test_extend.py::test_a_norm_from_the_users_own_package_runs_everywhere (and make example)",
     ),
