@@ -10,6 +10,7 @@ in ``manifest.json`` beside this module: the reference copy the committed runs u
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -82,6 +83,7 @@ def files_read(task: str, folder: Path) -> list[str]:
     )
 
 
+@functools.lru_cache(maxsize=1)
 def manifest() -> dict:
     """{task: {relative path: {"bytes": n, "md5": hex}}} of the reference copy."""
     return json.loads(MANIFEST.read_text())["tasks"]

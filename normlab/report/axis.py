@@ -30,7 +30,7 @@ def setting_axis(runs: Iterable[Run]) -> tuple[str, ...]:
 
 def axis_label(setting: dict, axis: tuple[str, ...]) -> str:
     """``layernorm_scaling=true,placement=pre``: the run's values of the axis keys it sets."""
-    return ",".join(f"{k}={_text(setting[k])}" for k in axis if k in setting)
+    return ",".join(f"{k}={value_text(setting[k])}" for k in axis if k in setting)
 
 
 def task_of(column: str) -> str:
@@ -38,7 +38,8 @@ def task_of(column: str) -> str:
     return column.split(" [", 1)[0].split("@", 1)[0]
 
 
-def _text(v) -> str:
+def value_text(v) -> str:
+    """A setting's value as the report prints it (true, null, 0.001, post)."""
     return json.dumps(v) if isinstance(v, (bool, type(None))) else str(v)
 
 
@@ -68,4 +69,4 @@ def axis_order(key: str, values) -> list[str]:
 def setting_rank(setting: dict) -> tuple:
     """A setting's place among its norm's settings: the default ({}) first, then by each key's
     values in their natural order (lr 1e-4 before 1e-3, placement post before pre)."""
-    return tuple((k, value_rank(k, _text(setting[k]))) for k in sorted(setting))
+    return tuple((k, value_rank(k, value_text(setting[k]))) for k in sorted(setting))

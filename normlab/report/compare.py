@@ -18,7 +18,7 @@ from typing import Optional, Sequence
 
 from . import stats as S
 from .aggregate import Cell, Grid, data_sentence, fmt
-from .axis import axis_order, task_of
+from .axis import axis_order, task_of, value_text
 from .claims import margins_sentence
 from .family import Family, apply, tested
 from .tables import Table
@@ -45,10 +45,6 @@ class Reference:
         return cls(norm, tuple(settings.items()))
 
 
-def _text(v) -> str:
-    return json.dumps(v) if isinstance(v, (bool, type(None))) else str(v)
-
-
 def _claim(a: str, b: str) -> Claim:
     return Claim(key=f"{a} vs {b}", text=f"{a} vs {b}", a=a, b=b, form=S.SUPERIOR, measure="metric")
 
@@ -70,7 +66,7 @@ def _base(grid: Grid, column: str, variants: list, ref: Reference):
     def fits(v) -> bool:
         setting = json.loads(v[1])
         keys = [k for k in chosen if k in setting]
-        return bool(keys) and all(_text(setting[k]) == chosen[k] for k in keys)
+        return bool(keys) and all(value_text(setting[k]) == chosen[k] for k in keys)
 
     named = [v for v in variants if fits(v)]
     default = [v for v in variants if v[1] == "{}"]
@@ -106,7 +102,7 @@ def _axis_cells(grid: Grid) -> dict:
     out: dict = {}
     for (column, v), cell in grid.cells.items():
         setting = cell.runs[0].setting
-        values = {k: _text(setting.get(k)) for k in grid.axis}
+        values = {k: value_text(setting.get(k)) for k in grid.axis}
         for k in grid.axis:
             rest = tuple((j, x) for j, x in values.items() if j != k)
             key = (grid.task_column(cell.runs[0]), v, rest)
