@@ -20,6 +20,7 @@ ADDED_KEYS = {
     "task.model.embed_norm": None,
     "task.model.final_norm": None,
     "task.model.qk_norm": False,
+    "task.model.hybrid_first_pre": False,
     "norm.affine": None,
     "task.train.scurve": 0,
     "norm.sites": {},

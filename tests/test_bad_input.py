@@ -108,12 +108,18 @@ def expect(error, match, overrides, tmp, run_dir, before, data_dir=None):
         ),
         (
             "task.model.placement=sandwich",
-            r"model.placement='sandwich': must be one of \['post', 'pre', 'peri', 'mixln', 'deepnorm'\]",
+            r"model.placement='sandwich': must be one of \['post', 'pre', 'peri', 'mixln', "
+            r"'deepnorm', 'reorder', 'hybrid'\]",
         ),
         (
             ("task.model.placement=post", "task.model.layernorm_scaling=true"),
             r"task.model.layernorm_scaling=True: scales the pre-norm output, so it needs the pre "
             r"placement, not post \(.*task.model.placement set on the command line",
+        ),
+        (
+            ("task.model.placement=pre", "task.model.hybrid_first_pre=true"),
+            r"task.model.hybrid_first_pre=True: makes HybridNorm's first layer pre-norm, so it "
+            r"needs the hybrid placement, not pre",
         ),
         (
             ("task.model.placement=mixln", "task.model.mixln_post_layers=3"),

@@ -23,12 +23,14 @@ SITE_OF = {
     "layer_norm": "final",
     "q_norm": "q",
     "k_norm": "k",
+    "v_norm": "v",
 }
 
 
-def model(norm: dict) -> TransformerSeq2Seq:
+def model(norm: dict, placement: str = "peri") -> TransformerSeq2Seq:
+    """peri reaches every site but v, which only the hybrid placement's QKV norms have."""
     cfg = TransformerConfig(
-        d_model=8, heads=2, ffn_dim=16, layers=2, placement="peri", embed_norm=True, qk_norm=True
+        d_model=8, heads=2, ffn_dim=16, layers=2, placement=placement, embed_norm=True, qk_norm=True
     )
     return TransformerSeq2Seq(20, 20, 0, 1, cfg, site_factory(norm))
 
@@ -55,7 +57,12 @@ def test_every_site_is_reached_in_a_transformer():
         "final": 2,
         "q": 6,  # every attention: 2 + 2 self, 2 cross
         "k": 6,
+        "v": 0,
     }
+    hybrid = {s: len(v) for s, v in norms_by_site(model({"name": "layernorm"}, "hybrid")).items()}
+    # hybrid: no attention norm on the stream, a value norm in every attention
+    assert hybrid["attn"] == hybrid["cross_attn"] == 0
+    assert hybrid["q"] == hybrid["k"] == hybrid["v"] == 6 and hybrid["ffn"] == 4
 
 
 @pytest.mark.parametrize("site", list(SITES))
@@ -65,7 +72,9 @@ def test_a_site_option_changes_that_site_only(site):
         "options": {"alpha_init": 0.5},
         "sites": {site: {"options": {"alpha_init": 2.0}}},
     }
-    for s, mods in norms_by_site(model(norm)).items():
+    built = norms_by_site(model(norm, "hybrid" if site == "v" else "peri"))
+    assert built[site]
+    for s, mods in built.items():
         want = 2.0 if s == site else 0.5
         assert [m.alpha.item() for m in mods] == [want] * len(mods), s
 

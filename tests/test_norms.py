@@ -323,6 +323,10 @@ def test_convert_validates_before_touching_model():
 # --------------------------------------------------------------------------- 8. param_groups
 
 
+# the vectors a norm's paper decays as part of its definition (SeeDNorm's stabilisation)
+DECAYED = {"seednorm": {"1.alpha", "1.beta"}}
+
+
 @pytest.mark.parametrize("name", list(NORMS))
 def test_param_groups_no_decay_on_vectors(name):
     model = nn.Sequential(nn.Linear(4, H), build_norm(name, H), nn.Linear(H, 3))
@@ -330,12 +334,20 @@ def test_param_groups_no_decay_on_vectors(name):
     by_id = {id(p): g["weight_decay"] for g in groups for p in g["params"]}
     # every trainable parameter in exactly one group
     assert sum(len(g["params"]) for g in groups) == len(by_id) == len(list(model.parameters()))
+    marked = DECAYED.get(name, set())
     for n, p in model.named_parameters():
-        assert by_id[id(p)] == (0.1 if p.dim() >= 2 else 0.0), n
-    # the norm's own parameters (gains, biases, alpha, shift, g) are all no-decay
-    for p in model[1].parameters():
-        assert by_id[id(p)] == 0.0
+        assert by_id[id(p)] == (0.1 if p.dim() >= 2 or n in marked else 0.0), n
+    # the norm's other parameters (gains, biases, alpha, shift, g) are all no-decay
+    for n, p in model[1].named_parameters():
+        assert by_id[id(p)] == (0.1 if f"1.{n}" in marked else 0.0), n
     assert by_id[id(model[0].weight)] == 0.1 and by_id[id(model[2].weight)] == 0.1
+
+
+def test_seednorm_without_decay_dynamic_decays_no_vector():
+    model = nn.Sequential(nn.Linear(4, H), build_norm("seednorm", H, decay_dynamic=False))
+    groups = param_groups(model, weight_decay=0.1)
+    # the Linear's matrix; its bias and the norm's alpha, beta, gamma
+    assert [len(g["params"]) for g in groups] == [1, 4]
 
 
 def test_param_groups_scalars_present():

@@ -44,14 +44,30 @@ def stack(c: TransformerConfig, seed=0) -> TransformerEncoder:
     return s
 
 
-def reference(s: TransformerEncoder, x, rule, alpha=1.0, scales=None, post_layers=0):
+def attend(a, h):
+    """Self-attention written out: each head's queries, keys and values through the module's
+    per-head norms where it has them (QK-norm, HybridNorm's QKV norm)."""
+    B, T, _ = h.shape
+    dh = D // H
+
+    def heads(t, norm):
+        t = t.view(B, T, H, dh).transpose(1, 2)
+        return t if norm is None else F.layer_norm(t, (dh,), norm.weight, norm.bias, norm.eps)
+
+    q, k = heads(a.q_proj(h), a.q_norm), heads(a.k_proj(h), a.k_norm)
+    v = heads(a.v_proj(h), a.v_norm)
+    w = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(dh), -1)
+    return a.out_proj((w @ v).transpose(1, 2).reshape(B, T, D))
+
+
+def reference(s: TransformerEncoder, x, rule, alpha=1.0, scales=None, post_layers=0, pre_layers=0):
     """The stack by its definition; every layer's two sublayers (attention, FFN) by ``rule``."""
     for i, layer in enumerate(s.layers):
         subs = [
             (
                 layer.self_attn_layer_norm,
                 layer.self_attn_out_norm,
-                lambda h, a=layer.self_attn: a(h, h, h),
+                lambda h, a=layer.self_attn: attend(a, h),
             ),
             (
                 layer.final_layer_norm,
@@ -60,7 +76,8 @@ def reference(s: TransformerEncoder, x, rule, alpha=1.0, scales=None, post_layer
             ),
         ]
         r = ("post" if i < post_layers else "pre") if rule == "mixln" else rule
-        for n1, n2, f in subs:
+        r = "pre" if i < pre_layers else r
+        for j, (n1, n2, f) in enumerate(subs):
             if r == "post":  # x <- N(x + F(x))
                 x = ln(n1, x + f(x))
             elif r == "pre":  # x <- x + F(N(x) * s_l)
@@ -69,6 +86,14 @@ def reference(s: TransformerEncoder, x, rule, alpha=1.0, scales=None, post_layer
                 x = x + ln(n2, f(ln(n1, x)))
             elif r == "deepnorm":  # x <- N(alpha x + F(x))
                 x = ln(n1, alpha * x + f(x))
+            elif r == "reorder":  # OLMo-core's ReorderedNormTransformerBlock: x <- x + N(F(x))
+                x = x + ln(n1, f(x))
+            elif r == "hybrid" and j == 0:  # QKV norms inside attention, none on the stream
+                assert n1 is None
+                x = x + f(x)
+            elif r == "hybrid":  # the FFN's norm on the stream, its output the trunk
+                h = ln(n1, x)
+                x = h + f(h)
     return ln(s.layer_norm, x) if s.layer_norm is not None else x
 
 
@@ -83,6 +108,9 @@ CASES = {
     "mixln": (dict(placement="mixln"), dict(rule="mixln", post_layers=1)),  # L // 4
     "mixln k=3": (dict(placement="mixln", mixln_post_layers=3), dict(rule="mixln", post_layers=3)),
     "deepnorm": (dict(placement="deepnorm"), dict(rule="deepnorm", alpha=(2 * L) ** 0.25)),
+    "reorder": (dict(placement="reorder"), dict(rule="reorder")),
+    "hybrid": (dict(placement="hybrid"), dict(rule="hybrid")),
+    "hybrid*": (dict(placement="hybrid", hybrid_first_pre=True), dict(rule="hybrid", pre_layers=1)),
 }
 
 
@@ -128,7 +156,13 @@ def test_norm_sites_per_placement_and_the_switches():
         "peri": 4 * L + 1,
         "mixln": 2 * L + 1,
         "deepnorm": 2 * L,
+        # the sublayers' output norms and the final norm
+        "reorder": 2 * L + 1,
+        # per layer the attention's query, key and value norms and the FFN's; the final norm
+        "hybrid": 4 * L + 1,
     }
+    # HybridNorm*: the first layer's attention norm on the stream too
+    assert len(norm_names(stack(cfg(placement="hybrid", hybrid_first_pre=True)))) == 4 * L + 2
     s = stack(cfg(placement="post", final_norm=True, embed_norm=True))
     assert {"layer_norm", "layernorm_embedding"} <= norm_names(s)
     assert "layer_norm" not in norm_names(stack(cfg(placement="pre", final_norm=False)))
@@ -165,6 +199,8 @@ def test_bad_values_name_the_key():
         ValueError, match="model.mixln_post_layers=5: must be between 0 and the layers"
     ):
         cfg(placement="mixln", mixln_post_layers=5)
+    with pytest.raises(ValueError, match="hybrid_first_pre=true: .* needs the hybrid placement"):
+        cfg(placement="pre", hybrid_first_pre=True)
 
 
 def test_deepnorm_constants_are_torchscales():
@@ -208,12 +244,13 @@ def test_deepnorm_scales_exactly_the_value_output_and_ffn_parameters_at_init():
 
 @pytest.mark.parametrize(
     "p,qk",
-    [*((p, False) for p in place.PLACEMENTS), ("pre", True)],
-    ids=[*place.PLACEMENTS, "pre+qk_norm"],
+    [*((p, False) for p in place.PLACEMENTS), ("pre", True), ("hybrid", True)],
+    ids=[*place.PLACEMENTS, "pre+qk_norm", "hybrid*"],
 )
 def test_incremental_decoding_equals_the_full_forward_in_every_placement(p, qk):
     torch.manual_seed(0)
-    c = cfg(placement=p, layers=2, embed_norm=True, qk_norm=qk)
+    extra = dict(hybrid_first_pre=True) if p == "hybrid" and qk else dict(qk_norm=qk)
+    c = cfg(placement=p, layers=2, embed_norm=True, **extra)
     m = TransformerSeq2Seq(20, 20, 0, 1, c, norm_factory("layernorm")).double().eval()
     src = torch.randint(2, 20, (2, 5))
     prev = torch.cat([torch.ones(2, 1, dtype=torch.long), torch.randint(2, 20, (2, 3))], 1)
@@ -239,8 +276,10 @@ def test_a_placement_sweep_runs_on_real_data_at_smoke_scale(task, tmp_path, data
     assert {p: x["setting"] for p, x in s.items()} == {p: {"placement": p} for p in s}
     n = {p: x["params"] for p, x in s.items()}
     # final norms where the stream is left raw; peri's output norms on top
-    assert n["post"] == n["deepnorm"] < n["pre"] == n["mixln"] < n["peri"]
-    assert len({round(x["best_valid"]["loss"], 6) for x in s.values()}) == len(s)  # five models
+    assert n["post"] == n["deepnorm"] < n["pre"] == n["mixln"] == n["reorder"] < n["peri"]
+    # hybrid: per-head query, key and value norms in place of the attention norms
+    assert n["hybrid"] != n["pre"]
+    assert len({round(x["best_valid"]["loss"], 6) for x in s.values()}) == len(s)  # all differ
 
 
 def test_qk_norm_normalizes_each_heads_queries_and_keys_by_norms_of_their_own():

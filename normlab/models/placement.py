@@ -10,6 +10,13 @@ wired by one rule; N is the sublayer's norm, N2 its output norm (peri only), D d
 - ``mixln`` (Li et al. 2024, Mix-LN): post in the first k layers of each stack, pre after
 - ``deepnorm`` (Wang et al. 2022, microsoft/torchscale): x <- N(alpha * x + D(F(x))), and at
   initialization the weights and biases of fc1, fc2, v_proj and out_proj multiplied by beta
+- ``reorder`` (OLMo 2, allenai/OLMo-core's ReorderedNormTransformerBlock): x <- x + D(N(F(x))),
+  the norm on the sublayer's output and none on its input
+- ``hybrid`` (HybridNorm, Zhuo et al. 2025, BryceZhuo/HybridNorm): attention normalizes its
+  queries, keys and values (each head by norms of its own, sites q, k, v) and the stream around it
+  is left alone, x <- x + D(A(x)); the FFN's norm is on the stream and its output is the
+  residual's trunk, h <- N(x), x <- h + D(F(h)). With ``hybrid_first_pre`` (HybridNorm*) each
+  stack's first layer is pre-norm, QKV norms kept
 
 alpha and beta are torchscale's code (N encoder, M decoder layers): the encoder of an
 encoder-decoder alpha = 0.81 (N^4 M)^(1/16), beta = 1.15 (N^4 M)^(-1/16) (the code divides by
@@ -17,7 +24,7 @@ encoder-decoder alpha = 0.81 (N^4 M)^(1/16), beta = 1.15 (N^4 M)^(-1/16) (the co
 beta = (12M)^(-1/4); a stack on its own (LM, classifier) alpha = (2L)^(1/4), beta = (8L)^(-1/4).
 
 The stack's last norm (``final_norm``) is on where the last sublayer leaves x unnormalized (pre,
-peri, mixln) and off where it already ends in a norm (post, deepnorm); a norm on the embedding
+peri, mixln, reorder, hybrid) and off where it already ends in a norm (post, deepnorm); a norm on the embedding
 output (``embed_norm``, fairseq's ``layernorm_embedding``) is off in every placement. Both can be
 set either way.
 """
@@ -28,15 +35,15 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-PLACEMENTS = ("post", "pre", "peri", "mixln", "deepnorm")
+PLACEMENTS = ("post", "pre", "peri", "mixln", "deepnorm", "reorder", "hybrid")
 # the parameters DeepNorm scales down at initialization, by name, as torchscale matches them
 DEEPNORM_SCALED = ("fc1", "fc2", "v_proj", "out_proj")
 
 
 def problem(m) -> Optional[tuple[str, object, str, tuple[str, ...]]]:
     """What is wrong with a model config's placement keys (an object or a dict with placement,
-    normalize_before, layernorm_scaling, layers, mixln_post_layers): (key, value, what it must
-    be, the keys it depends on), or None."""
+    normalize_before, layernorm_scaling, layers, mixln_post_layers, hybrid_first_pre): (key,
+    value, what it must be, the keys it depends on), or None."""
     get = m.get if isinstance(m, dict) else lambda k, d=None: getattr(m, k, d)
     p = get("placement")
     if p is not None and p not in PLACEMENTS:
@@ -52,6 +59,13 @@ def problem(m) -> Optional[tuple[str, object, str, tuple[str, ...]]]:
             "layernorm_scaling",
             True,
             f"scales the pre-norm output, so it needs the pre placement, not {p}",
+            ("placement",),
+        )
+    if get("hybrid_first_pre") and p != "hybrid":
+        return (
+            "hybrid_first_pre",
+            True,
+            f"makes HybridNorm's first layer pre-norm, so it needs the hybrid placement, not {p}",
             ("placement",),
         )
     k, n = get("mixln_post_layers"), get("layers")
@@ -75,13 +89,18 @@ def resolve(cfg) -> str:
 class Wiring:
     """How one layer's sublayers meet the residual stream."""
 
-    mode: str  # post | pre | peri | deepnorm
+    mode: str  # post | pre | peri | deepnorm | reorder | hybrid
     alpha: float = 1.0  # the residual's weight (deepnorm)
     scale: float = 1.0  # times the pre-norm output (layernorm scaling)
+    qkv: bool = False  # attention normalizes its queries, keys and values (hybrid)
 
-    @property
-    def norm_first(self) -> bool:
-        return self.mode in ("pre", "peri")
+    def rule(self, sublayer: str) -> str:
+        """How one sublayer ("attn": self- or cross-attention, "ffn") meets the stream: the mode,
+        except in hybrid, where attention is "inner" (its norms inside, x + D(A(x))) and the FFN
+        "trunk" (h = N(x); h + D(F(h)))."""
+        if self.mode == "hybrid":
+            return "inner" if sublayer == "attn" else "trunk"
+        return self.mode
 
 
 def mixln_post_layers(layers: int, k: Optional[int]) -> int:
@@ -118,13 +137,16 @@ def wirings(cfg, role: str = "stack", other: int = 0) -> list[Wiring]:
         return [Wiring("deepnorm", alpha=alpha) for _ in range(n)]
     if p == "pre" and cfg.layernorm_scaling:
         return [Wiring("pre", scale=1.0 / math.sqrt(i + 1)) for i in range(n)]
+    if p == "hybrid":
+        first = "pre" if cfg.hybrid_first_pre else "hybrid"
+        return [Wiring(first if i == 0 else "hybrid", qkv=True) for i in range(n)]
     return [Wiring(p) for _ in range(n)]
 
 
 def has_final_norm(cfg) -> bool:
     if cfg.final_norm is not None:
         return bool(cfg.final_norm)
-    return cfg.placement in ("pre", "peri", "mixln")
+    return cfg.placement in ("pre", "peri", "mixln", "reorder", "hybrid")
 
 
 def deepnorm_init(stack, beta: float) -> None:

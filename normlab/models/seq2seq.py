@@ -129,7 +129,7 @@ class TransformerSeq2Seq(nn.Module):
                 ),
                 layer.encoder_attn_out_norm,
             )
-            x = layer.residual(x, layer.final_layer_norm, layer.ffn, layer.ffn_out_norm)
+            x = layer.feed_forward(x)
         x = self.decoder.finish(x)
         state["step"] += 1
         return F.log_softmax(self.project(x[:, 0]).float(), dim=-1)

@@ -4,7 +4,8 @@ Every norm position is built by a ``norm`` factory (``dim -> nn.Module``, see
 ``normlab.norms.norm_factory``), asked for by its site (``normlab.norms.sites``: attn,
 cross_attn, ffn, their peri output norms, embed, final), so a run can put a different norm or
 option at one site; nothing here names a norm class. Where the norms sit is
-``placement`` (post, pre, peri, mixln, deepnorm; ``normlab.models.placement`` defines each): with
+``placement`` (post, pre, peri, mixln, deepnorm, reorder, hybrid; ``normlab.models.placement``
+defines each): with
 ``placement`` unset, fairseq's ``normalize_before`` decides between post-norm x <- N(x + F(x)) and
 pre-norm x <- x + F(N(x)). Module names follow fairseq (``self_attn_layer_norm``,
 ``encoder_attn_layer_norm``, ``final_layer_norm`` for the FFN's, the stack's ``layer_norm`` and
@@ -43,6 +44,7 @@ class TransformerConfig:
     embed_norm: Optional[bool] = None  # null: off
     final_norm: Optional[bool] = None  # null: the placement's (placement.has_final_norm)
     qk_norm: bool = False  # per-head norms of queries and keys (sites q, k)
+    hybrid_first_pre: bool = False  # hybrid: each stack's first layer pre-norm (HybridNorm*)
 
     def __post_init__(self):
         if self.d_model % self.heads:
@@ -69,9 +71,10 @@ ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 class MultiheadAttention(nn.Module):
     """``qk_norm``: a norm factory; each head's queries and keys are normalized over the head
     dimension by two norms of their own (sites q and k) before the scaled dot product (QK-norm
-    as in ViT-22B and OLMo 2; the 1/sqrt(d/H) scale is kept)."""
+    as in ViT-22B and OLMo 2; the 1/sqrt(d/H) scale is kept). ``v_norm``: the values too (site v),
+    HybridNorm's QKV norm."""
 
-    def __init__(self, d_model: int, heads: int, dropout: float = 0.0, qk_norm=None):
+    def __init__(self, d_model: int, heads: int, dropout: float = 0.0, qk_norm=None, v_norm=None):
         super().__init__()
         self.heads, self.dropout = heads, dropout
         self.q_proj = nn.Linear(d_model, d_model)
@@ -81,6 +84,7 @@ class MultiheadAttention(nn.Module):
         dh = d_model // heads
         self.q_norm = at(qk_norm, "q")(dh) if qk_norm is not None else None
         self.k_norm = at(qk_norm, "k")(dh) if qk_norm is not None else None
+        self.v_norm = at(v_norm, "v")(dh) if v_norm is not None else None
 
     def _split(self, x):  # (B, T, d) -> (B, H, T, d/H)
         B, T, d = x.shape
@@ -95,7 +99,8 @@ class MultiheadAttention(nn.Module):
         return self.k_norm(k) if self.k_norm is not None else k
 
     def values(self, x):
-        return self._split(self.v_proj(x))
+        v = self._split(self.v_proj(x))
+        return self.v_norm(v) if self.v_norm is not None else v
 
     def forward(
         self,
@@ -125,8 +130,12 @@ class MultiheadAttention(nn.Module):
         return self.out_proj(out.transpose(1, 2).reshape(B, T, H * dh))
 
 
-def qk(cfg: TransformerConfig, norm: NormFactory):
-    return norm if cfg.qk_norm else None
+def attention(cfg: TransformerConfig, norm: NormFactory, wiring: place.Wiring):
+    """A sublayer's attention, with the query/key (and value) norms the config and wiring ask for."""
+    qk = norm if cfg.qk_norm or wiring.qkv else None
+    return MultiheadAttention(
+        cfg.d_model, cfg.heads, cfg.attn_dropout, qk, norm if wiring.qkv else None
+    )
 
 
 class _Block(nn.Module):
@@ -146,15 +155,33 @@ class _Block(nn.Module):
     def out_norm(self, cfg: TransformerConfig, norm: NormFactory, site: str) -> Optional[nn.Module]:
         return at(norm, site)(cfg.d_model) if self.wiring.mode == "peri" else None
 
-    def residual(self, x, norm, fn, out_norm=None):
-        """One sublayer ``fn`` and its norm(s) on the residual stream, as the wiring says."""
-        w = self.wiring
-        if w.norm_first:
+    def attn_norm(
+        self, cfg: TransformerConfig, norm: NormFactory, site: str
+    ) -> Optional[nn.Module]:
+        """An attention sublayer's norm on the stream; none where its norms are inside (hybrid)."""
+        return None if self.wiring.rule("attn") == "inner" else at(norm, site)(cfg.d_model)
+
+    def residual(self, x, norm, fn, out_norm=None, sublayer="attn"):
+        """One sublayer ``fn`` ("attn" or "ffn") and its norm(s) on the residual stream, as the
+        wiring's rule for it says (normlab.models.placement)."""
+        w, rule = self.wiring, self.wiring.rule(sublayer)
+        if rule in ("pre", "peri"):
             h = norm(x)
             y = fn(h * w.scale if w.scale != 1.0 else h)
             return x + self.drop(out_norm(y) if out_norm is not None else y)
+        if rule == "reorder":
+            return x + self.drop(norm(fn(x)))
+        if rule == "inner":
+            return x + self.drop(fn(x))
+        if rule == "trunk":
+            h = norm(x)
+            return h + self.drop(fn(h))
         y = self.drop(fn(x))
         return norm(x * w.alpha + y if w.alpha != 1.0 else x + y)
+
+    def feed_forward(self, x):
+        """The FFN sublayer on the stream."""
+        return self.residual(x, self.final_layer_norm, self.ffn, self.ffn_out_norm, "ffn")
 
     def ffn(self, h):
         return self.fc2(self.act_drop(self.act(self.fc1(h))))
@@ -163,8 +190,8 @@ class _Block(nn.Module):
 class EncoderLayer(_Block):
     def __init__(self, cfg: TransformerConfig, norm: NormFactory, wiring: place.Wiring):
         super().__init__(cfg, norm, wiring)
-        self.self_attn = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attn_dropout, qk(cfg, norm))
-        self.self_attn_layer_norm = at(norm, "attn")(cfg.d_model)
+        self.self_attn = attention(cfg, norm, wiring)
+        self.self_attn_layer_norm = self.attn_norm(cfg, norm, "attn")
         self.self_attn_out_norm = self.out_norm(cfg, norm, "attn_out")
 
     def forward(self, x, pad_mask=None, causal=False):
@@ -174,19 +201,17 @@ class EncoderLayer(_Block):
             lambda h: self.self_attn(h, h, h, pad_mask, causal),
             self.self_attn_out_norm,
         )
-        return self.residual(x, self.final_layer_norm, self.ffn, self.ffn_out_norm)
+        return self.feed_forward(x)
 
 
 class DecoderLayer(_Block):
     def __init__(self, cfg: TransformerConfig, norm: NormFactory, wiring: place.Wiring):
         super().__init__(cfg, norm, wiring)
-        self.self_attn = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attn_dropout, qk(cfg, norm))
-        self.self_attn_layer_norm = at(norm, "attn")(cfg.d_model)
+        self.self_attn = attention(cfg, norm, wiring)
+        self.self_attn_layer_norm = self.attn_norm(cfg, norm, "attn")
         self.self_attn_out_norm = self.out_norm(cfg, norm, "attn_out")
-        self.encoder_attn = MultiheadAttention(
-            cfg.d_model, cfg.heads, cfg.attn_dropout, qk(cfg, norm)
-        )
-        self.encoder_attn_layer_norm = at(norm, "cross_attn")(cfg.d_model)
+        self.encoder_attn = attention(cfg, norm, wiring)
+        self.encoder_attn_layer_norm = self.attn_norm(cfg, norm, "cross_attn")
         self.encoder_attn_out_norm = self.out_norm(cfg, norm, "cross_attn_out")
 
     def forward(self, x, memory, memory_pad_mask=None, self_pad_mask=None):
@@ -202,7 +227,7 @@ class DecoderLayer(_Block):
             lambda h: self.encoder_attn(h, memory, memory, memory_pad_mask),
             self.encoder_attn_out_norm,
         )
-        return self.residual(x, self.final_layer_norm, self.ffn, self.ffn_out_norm)
+        return self.feed_forward(x)
 
 
 class _Stack(nn.Module):

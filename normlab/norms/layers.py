@@ -223,6 +223,9 @@ class DyT(Norm):
     def normalize(self, x):
         return F.dyt(x, self.alpha)
 
+    def squash_input(self, x):  # tanh's argument: the probe's saturation share
+        return self.alpha * x
+
     def fused(self, x):
         return fused_elementwise.dyt(x, self.alpha, self.weight, self.bias)
 
@@ -240,6 +243,9 @@ class Derf(Norm):
 
     def normalize(self, x):
         return F.derf(x, self.alpha, self.shift)
+
+    def squash_input(self, x):  # erf's argument: the probe's saturation share
+        return self.alpha * x + self.shift
 
     def fused(self, x):
         return fused_elementwise.derf(x, self.alpha, self.shift, self.weight, self.bias)

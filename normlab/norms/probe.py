@@ -12,10 +12,11 @@ sigma^2-weighted input-gradient variance mean_t(Var_t(dl/dx) * sigma_t^2): its r
 gradient's variance ("ratio_s2") is exactly 1 for DetachNorm (up to eps) and <= 1 for
 LayerNorm-simple, token by token, whatever the input scale.
 
-For the norms with a learned input scale alpha (DyT's tanh(alpha x), Derf's erf(alpha x + s)) it
-also records, per layer, alpha and the share of the layer's input elements past the knee,
-|alpha x (+ s)| > KNEE: there tanh' < 0.071 (erf' < 0.021), so those elements pass almost no
-gradient (the saturation that DyT's issue #6 reports).
+For the norms that squash their input by a scale alpha (DyT's tanh(alpha x), Derf's
+erf(alpha x + s), BHyT's tanh(lambda x / (kappa RMS(x)))) it also records, per layer, alpha (BHyT:
+lambda) and the share of the layer's input elements whose argument u is past the knee,
+|u| > KNEE: there tanh' < 0.071 (erf' < 0.021), so those elements pass almost no gradient (the
+saturation that DyT's issue #6 reports).
 """
 
 from __future__ import annotations
@@ -33,17 +34,20 @@ KNEE = SATURATION_KNEE
 
 
 def saturation(module: nn.Module, x: torch.Tensor) -> tuple[float, float] | None:
-    """(alpha, share of elements with |alpha x + shift| > KNEE) of a norm with a scalar alpha
-    (DyT, Derf), None for any other norm."""
+    """(alpha, share of input elements whose squashing function's argument is past the knee,
+    |u| > KNEE) of a norm with a scalar ``alpha`` and a ``squash_input(x) -> u`` (DyT: alpha x;
+    Derf: alpha x + s; BHyT: lambda x / (kappa RMS(x)), alpha its lambda), None for any other."""
     alpha = getattr(module, "alpha", None)
-    if not isinstance(alpha, torch.Tensor) or alpha.numel() != 1:
+    squash = getattr(module, "squash_input", None)
+    if not isinstance(alpha, torch.Tensor) or alpha.numel() != 1 or squash is None:
         return None
-    a = alpha.detach().double()
-    u = x.detach().double() * a
-    shift = getattr(module, "shift", None)
-    if isinstance(shift, torch.Tensor) and shift.numel() == 1:
-        u = u + shift.detach().double()
-    a_val, share = torch.stack([a.reshape(()), (u.abs() > KNEE).double().mean()]).tolist()
+    x = x.detach().double()
+    if getattr(module, "channels_first", False):  # the norm's features last, as its math sees them
+        x = x.movedim(1, -1)
+    with torch.no_grad():
+        u = squash(x)
+        share = (u.abs() > KNEE).double().mean()
+        a_val, share = torch.stack([alpha.detach().double().reshape(()), share]).tolist()
     return a_val, share
 
 

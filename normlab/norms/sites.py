@@ -34,6 +34,7 @@ SITES = {
     "final": "the stack's last norm (layer_norm; task.model.final_norm)",
     "q": "each attention's query norm over the head dimension (q_norm; task.model.qk_norm)",
     "k": "each attention's key norm over the head dimension (k_norm; task.model.qk_norm)",
+    "v": "each attention's value norm over the head dimension (v_norm; the hybrid placement)",
 }
 # a norm whose gain and bias are fixed by its name, and its member without them
 AFFINE_FREE = {"layernorm": "layernorm_simple"}

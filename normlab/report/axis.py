@@ -46,7 +46,7 @@ def value_text(v) -> str:
 # The order a swept setting's values are read in (and drawn in): the models' own order for the
 # placement (normlab.models.placement.PLACEMENTS; a test holds them equal), numbers by value, else
 # by name.
-NATURAL = {"placement": ("post", "pre", "peri", "mixln", "deepnorm")}
+NATURAL = {"placement": ("post", "pre", "peri", "mixln", "deepnorm", "reorder", "hybrid")}
 
 
 def value_rank(key: str, text: str) -> tuple:

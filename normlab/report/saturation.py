@@ -39,8 +39,8 @@ def saturation_table(grid: Grid) -> Table:
     columns = [c for c in grid.columns if any(alpha_records(r) for r in grid.column_runs(c))]
     header = ["norm"]
     for c in columns:
-        header += [f"{c} α first → last", f"{c} share |αx| > {KNEE:g} first → last", f"{c} n"]
-    t = Table("alpha_saturation", "DyT-like norms: α and saturation", header)
+        header += [f"{c} α first → last", f"{c} share |u| > {KNEE:g} first → last", f"{c} n"]
+    t = Table("alpha_saturation", "DyT-like norms: α (BHyT: λ) and saturation", header)
     for v in grid.variants():
         cells = [grid.cell(c, v).runs for c in columns]
         if not any(alpha_records(r) for runs in cells for r in runs):
@@ -58,7 +58,8 @@ def saturation_table(grid: Grid) -> Table:
     t.caption = (
         "Median over seeds (every run with probe records, diverged ones included) of the first and "
         "the last probe record (task.train.probe_every); α and the share are means over the norm "
-        f"layers. Saturated: an input element with |αx + s| > {KNEE:g} (s: Derf's shift, 0 for DyT), "
+        f"layers (BHyT: its λ). Saturated: an input element whose squashing function's argument u is "
+        f"past the knee, |u| > {KNEE:g} (DyT: u = αx; Derf: αx + s; BHyT: λx / (κ RMS(x))), "
         "where tanh' < 0.071 (erf' < 0.021), so it passes almost no gradient. Per-layer values are "
         "in each run's curves.jsonl (alpha/<layer>/alpha, alpha/<layer>/saturated)."
     )
