@@ -16,6 +16,7 @@ from helpers import run_cli
 from normlab.files import read_json
 from normlab.norms import GradProbe, build_norm, param_groups
 from normlab.norms.probe import KNEE
+from normlab.report import find_runs, write_report
 from normlab.rundir import read_curves
 
 D = 16
@@ -265,6 +266,13 @@ def test_a_sweep_of_the_new_norms_and_placements_trains_on_real_data(tmp_path, d
                 assert r["alpha/all/alpha"] == 2.0 and 0.0 <= r["alpha/all/saturated"] <= 1.0
     # per-head query, key and value norms in hybrid, in place of the attention norms
     assert all(params[n, "pre"] == params[n, "reorder"] != params[n, "hybrid"] for n in NEW_NORMS)
+    # the report's alpha/saturation table has BHyT's lambda, and no row for the others
+    written = write_report(find_runs([tmp_path / "runs"]), tmp_path / "report", figures=False)
+    table = tmp_path / "report" / "alpha_saturation.md"
+    assert table in written["tables"]
+    text = table.read_text()
+    assert "| BHyT | 2 → 2 | 0.0% → 0.0% | 1 |" in text, text
+    assert "2 → 2" in text and "DyISRU" not in text and "SeeDNorm" not in text
 
 
 def test_bhyts_saturation_share_is_taken_over_the_channels_of_a_channels_first_input():
