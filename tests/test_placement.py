@@ -359,4 +359,3 @@ def test_a_decoder_layer_equals_its_definition_in_the_new_placements(p):
         h = ln(layer.final_layer_norm, y)
         want = h + ffn(h)
     torch.testing.assert_close(layer(x, memory), want, rtol=0, atol=1e-12)
-

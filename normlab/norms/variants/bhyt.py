@@ -26,6 +26,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .. import fused_bounded
 from ..layers import Norm
 from ..registry import register_norm
 
@@ -63,6 +64,11 @@ class BHyT(Norm):
 
     def normalize(self, x: torch.Tensor) -> torch.Tensor:
         return torch.tanh(self.squash_input(x))
+
+    def fused(self, x: torch.Tensor) -> torch.Tensor:
+        if not fused_bounded.usable(x):
+            return self.reference(x)
+        return fused_bounded.bhyt(x, self.lam, self.inv_kappa, self.eps, self.weight)
 
     def extra_repr(self) -> str:
         learned = isinstance(self.lam, nn.Parameter)

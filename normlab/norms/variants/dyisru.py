@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .. import fused_bounded
 from ..layers import Norm
 from ..registry import register_norm
 
@@ -56,6 +57,12 @@ class DyISRU(Norm):
     def normalize(self, x: torch.Tensor) -> torch.Tensor:
         y = x / torch.sqrt(self.effective_beta + x * x + self.eps)
         return y * self.dim**0.5 if self.sqrt_dim else y
+
+    def fused(self, x: torch.Tensor) -> torch.Tensor:
+        if not fused_bounded.usable(x):
+            return self.reference(x)
+        scale = self.dim**0.5 if self.sqrt_dim else 1.0
+        return fused_bounded.dyisru(x, self.effective_beta, self.eps, scale, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return (

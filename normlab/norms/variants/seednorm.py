@@ -20,6 +20,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .. import fused_bounded, fused_seednorm
 from ..layers import Norm
 from ..optim import decayed
 from ..registry import register_norm
@@ -59,6 +60,11 @@ class SeeDNorm(Norm):
     def reference(self, x: torch.Tensor) -> torch.Tensor:
         gain = self.rescale(x) * self.alpha + self.weight
         return gain * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+
+    def fused(self, x: torch.Tensor) -> torch.Tensor:
+        if self.heads != 1 or not fused_bounded.usable(x):
+            return self.reference(x)
+        return fused_seednorm.seednorm(x, self.alpha, self.beta, self.weight, self.eps)
 
     def extra_repr(self) -> str:
         return super().extra_repr() + f", eps={self.eps:g}, heads={self.heads}"
