@@ -44,20 +44,25 @@ def stack(c: TransformerConfig, seed=0) -> TransformerEncoder:
     return s
 
 
-def attend(a, h):
-    """Self-attention written out: each head's queries, keys and values through the module's
-    per-head norms where it has them (QK-norm, HybridNorm's QKV norm)."""
-    B, T, _ = h.shape
+def attend(a, h, memory=None, causal=False):
+    """Attention written out, queries from ``h``, keys and values from ``memory`` (self-attention
+    without it), each head through the module's per-head norms where it has them (QK-norm,
+    HybridNorm's QKV norm); ``causal``: query i sees keys <= i."""
+    memory = h if memory is None else memory
     dh = D // H
 
     def heads(t, norm):
-        t = t.view(B, T, H, dh).transpose(1, 2)
+        t = t.view(t.shape[0], t.shape[1], H, dh).transpose(1, 2)
         return t if norm is None else F.layer_norm(t, (dh,), norm.weight, norm.bias, norm.eps)
 
-    q, k = heads(a.q_proj(h), a.q_norm), heads(a.k_proj(h), a.k_norm)
-    v = heads(a.v_proj(h), a.v_norm)
-    w = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(dh), -1)
-    return a.out_proj((w @ v).transpose(1, 2).reshape(B, T, D))
+    q = heads(a.q_proj(h), a.q_norm)
+    k, v = heads(a.k_proj(memory), a.k_norm), heads(a.v_proj(memory), a.v_norm)
+    scores = q @ k.transpose(-1, -2) / math.sqrt(dh)
+    if causal:
+        seen = torch.ones(scores.shape[-2:], dtype=torch.bool).tril()
+        scores = scores.masked_fill(~seen, float("-inf"))
+    out = torch.softmax(scores, -1) @ v
+    return a.out_proj(out.transpose(1, 2).reshape(h.shape[0], h.shape[1], D))
 
 
 def reference(s: TransformerEncoder, x, rule, alpha=1.0, scales=None, post_layers=0, pre_layers=0):
@@ -304,21 +309,6 @@ def test_qk_norm_normalizes_each_heads_queries_and_keys_by_norms_of_their_own():
     torch.testing.assert_close(attn(x, x, x), want, rtol=0, atol=1e-12)
 
 
-def cross_attend(a, h, memory):
-    """Cross-attention written out, queries from ``h``, keys and values from ``memory``, each head
-    through the module's per-head norms (HybridNorm's QKV norm)."""
-    dh = D // H
-
-    def heads(t, norm):
-        t = t.view(t.shape[0], t.shape[1], H, dh).transpose(1, 2)
-        return t if norm is None else F.layer_norm(t, (dh,), norm.weight, norm.bias, norm.eps)
-
-    q = heads(a.q_proj(h), a.q_norm)
-    k, v = heads(a.k_proj(memory), a.k_norm), heads(a.v_proj(memory), a.v_norm)
-    w = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(dh), -1)
-    return a.out_proj((w @ v).transpose(1, 2).reshape(h.shape[0], h.shape[1], D))
-
-
 @pytest.mark.parametrize("p", ["reorder", "hybrid"])
 def test_a_decoder_layer_equals_its_definition_in_the_new_placements(p):
     torch.manual_seed(0)
@@ -330,32 +320,21 @@ def test_a_decoder_layer_equals_its_definition_in_the_new_placements(p):
                 q.add_(0.3 * torch.randn_like(q))
     layer = m.decoder.layers[0]
     x, memory = torch.randn(2, 4, D, dtype=torch.float64), torch.randn(2, 5, D, dtype=torch.float64)
-    causal = torch.ones(4, 4, dtype=torch.bool).tril()
 
     def self_attn(h):
-        a = layer.self_attn
-        dh = D // H
-
-        def heads(t, norm):
-            t = t.view(2, 4, H, dh).transpose(1, 2)
-            return t if norm is None else F.layer_norm(t, (dh,), norm.weight, norm.bias, norm.eps)
-
-        q, k = heads(a.q_proj(h), a.q_norm), heads(a.k_proj(h), a.k_norm)
-        v = heads(a.v_proj(h), a.v_norm)
-        s = (q @ k.transpose(-1, -2) / math.sqrt(dh)).masked_fill(~causal, float("-inf"))
-        return a.out_proj((torch.softmax(s, -1) @ v).transpose(1, 2).reshape(2, 4, D))
+        return attend(layer.self_attn, h, causal=True)
 
     def ffn(h):
         return layer.fc2(F.relu(layer.fc1(h)))
 
     if p == "reorder":  # x + N(F(x)) for each of the three sublayers
         y = x + ln(layer.self_attn_layer_norm, self_attn(x))
-        y = y + ln(layer.encoder_attn_layer_norm, cross_attend(layer.encoder_attn, y, memory))
+        y = y + ln(layer.encoder_attn_layer_norm, attend(layer.encoder_attn, y, memory))
         want = y + ln(layer.final_layer_norm, ffn(y))
     else:  # both attentions with QKV norms and no norm on the stream; the FFN's norm the trunk
         assert layer.self_attn_layer_norm is None and layer.encoder_attn_layer_norm is None
         y = x + self_attn(x)
-        y = y + cross_attend(layer.encoder_attn, y, memory)
+        y = y + attend(layer.encoder_attn, y, memory)
         h = ln(layer.final_layer_norm, y)
         want = h + ffn(h)
     torch.testing.assert_close(layer(x, memory), want, rtol=0, atol=1e-12)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 from torch.autograd.function import once_differentiable
 
+from .fused_bounded import inv_rms
 from .fused_elementwise import _col_sum
 
 
@@ -23,8 +24,7 @@ class _SeeDNorm(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, alpha, beta, gamma, eps):
         x = x.contiguous()
-        d = x.shape[-1]
-        r = torch.linalg.vector_norm(x, dim=-1, keepdim=True).square_().div_(d).add_(eps).rsqrt_()
+        r = inv_rms(x, eps)
         s = torch.matmul(x, beta).unsqueeze_(-1).tanh_()
         z = torch.addcmul(gamma, s, alpha).mul_(x).mul_(r)
         ctx.save_for_backward(x, alpha, beta, gamma, r, s)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .. import functional as F
 from .. import fused_bounded
 from ..layers import Norm
 from ..registry import register_norm
@@ -59,8 +60,7 @@ class BHyT(Norm):
 
     def squash_input(self, x: torch.Tensor) -> torch.Tensor:
         """The tanh's argument, lambda / kappa * x / RMS(x)."""
-        rstd = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
-        return (self.lam * self.inv_kappa) * rstd * x
+        return (self.lam * self.inv_kappa) * F.rmsnorm(x, self.eps)
 
     def normalize(self, x: torch.Tensor) -> torch.Tensor:
         return torch.tanh(self.squash_input(x))

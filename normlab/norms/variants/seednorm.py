@@ -20,6 +20,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .. import functional as F
 from .. import fused_bounded, fused_seednorm
 from ..layers import Norm
 from ..optim import decayed
@@ -59,7 +60,7 @@ class SeeDNorm(Norm):
 
     def reference(self, x: torch.Tensor) -> torch.Tensor:
         gain = self.rescale(x) * self.alpha + self.weight
-        return gain * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+        return gain * F.rmsnorm(x, self.eps)
 
     def fused(self, x: torch.Tensor) -> torch.Tensor:
         if self.heads != 1 or not fused_bounded.usable(x):
