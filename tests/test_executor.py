@@ -25,7 +25,12 @@ class OneRun:
 
     def __init__(self, root: Path):
         self.root, self.job = root, Job("held/seed1")
-        self.cwd = self.env = None
+
+    def cwd_for(self, job):
+        return None
+
+    def env_for(self, job):
+        return None
 
     def run_dir(self, job):
         return self.root / job.name

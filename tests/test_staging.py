@@ -16,7 +16,7 @@ STUDY = "f" * 40
 def copy(runs: Path, name: str, seed: int, commit: str, role=None) -> None:
     d = runs / name / f"seed{seed}"
     d.mkdir(parents=True)
-    s = {"git_commit": commit, "git_dirty": False, "seed": seed}
+    s = {"task": name.split("/")[0], "git_commit": commit, "git_dirty": False, "seed": seed}
     if role:
         s["seed_role"] = role
     (d / "summary.json").write_text(json.dumps(s))
@@ -30,11 +30,40 @@ def test_selection_copies_of_the_record_do_not_pin_the_study(tmp_path):
     assert staging.staged_commits(results / "mini-tuned") == {stage.parent: STUDY}
     assert staging.staged_commits(results / "mini") == {stage.parent: STUDY}  # same scale: shared
     # all copies counted, the two commits are refused: the filter is what lets the study go on
-    with pytest.raises(pin.PinError, match="holds runs of 2 commits"):
+    with pytest.raises(pin.PinError, match="the runs of task rt come from 2 commits"):
         pin.commit_of_copies(stage)
     copy(stage, "rt/layernorm/lr=0.001", 3, "e" * 40, roles.EVALUATION)
-    with pytest.raises(pin.PinError, match="holds runs of 2 commits"):
+    with pytest.raises(pin.PinError, match="the runs of task rt come from 2 commits"):
         staging.staged_commits(results / "mini-tuned")
+
+
+def test_a_task_kept_at_its_own_commit_continues_the_study_at_the_newest(tmp_path):
+    """A pass that continues a results folder stages each task at the commit the folder reports
+    for it: the study goes on at the newest of them and the older tasks are the kept ones; a task
+    whose copies mix two commits, a staged task at a commit the folder does not report, or a mix
+    with uncommitted code is refused."""
+    old, new = pin.git("rev-parse", "HEAD~1"), pin.head()
+    results = tmp_path / "results"
+    stage = staging.staging_dir(results / "mini") / "runs"
+    copy(results / "mini" / "runs", "sst2/layernorm", 2, old, roles.EVALUATION)
+    copy(results / "mini" / "runs", "rt/layernorm", 2, new, roles.EVALUATION)
+    copy(stage, "sst2/layernorm", 2, old, roles.EVALUATION)
+    copy(stage, "sst2/layernorm", 7, old, roles.EVALUATION)  # a seed added to the kept task
+    copy(stage, "rt/layernorm", 2, new, roles.EVALUATION)
+    assert pin.commit_of_copies(stage) == pin.commit_of_copies(stage.parent.parent) == new
+    assert staging.staged_commits(results / "mini") == {stage.parent: new}
+    assert staging.kept_tasks(results / "mini", new) == {"sst2": old}
+    copy(stage, "mnist/layernorm", 2, old, roles.EVALUATION)
+    with pytest.raises(pin.PinError, match=f"task mnist come from {old[:12]}, neither the study"):
+        staging.kept_tasks(results / "mini", new)
+    copy(stage, "sst2/layernorm", 3, new, roles.EVALUATION)
+    with pytest.raises(pin.PinError, match="the runs of task sst2 come from 2 commits"):
+        pin.commit_of_copies(stage)
+    dirty = tmp_path / "dirty"
+    copy(dirty, "sst2/layernorm", 2, old, roles.EVALUATION)
+    copy(dirty, "rt/layernorm", 2, new + "-dirty", roles.EVALUATION)
+    with pytest.raises(pin.PinError, match="holds runs of 2 commits .* uncommitted code"):
+        pin.commit_of_copies(dirty)
 
 
 def test_a_staged_study_of_another_scale_does_not_pin_a_new_one(tmp_path):

@@ -425,8 +425,8 @@ def test_a_study_retrained_for_some_tasks_keeps_the_others_at_their_commit(
         assert finish(start(repo, data_dir, DRIVER, [*base, *args]), lines) == 0, "".join(lines)
         return "".join(lines)
 
-    def commit_of(task) -> str:
-        path = res / "runs" / task / "layernorm" / "seed2" / "summary.json"
+    def commit_of(task, seed=2) -> str:
+        path = res / "runs" / task / "layernorm" / f"seed{seed}" / "summary.json"
         return json.loads(path.read_text())["git_commit"]
 
     drive("--tasks", "rt,sst2")
@@ -449,6 +449,19 @@ def test_a_study_retrained_for_some_tasks_keeps_the_others_at_their_commit(
     # continuing the folder: each task at its own commit, nothing to train
     out = drive("--tasks", "rt,sst2")
     assert "2 finished, 0 to train" in out and f"at commit {second[:12]}" in out, out[-2000:]
+    # a seed added to both tasks (as --until-resolved adds them) trains at each task's own commit,
+    # from its own checkout and run root, over two slices: the first stages the reported copies
+    # (each at its task's commit) and trains nothing, the second goes on from those staged copies
+    out = drive("--tasks", "rt,sst2", "--seeds", "2,3", "--budget-min", "0")
+    assert "2 finished, 2 to train" in out and f"sst2 at {first[:12]}" in out, out[-2000:]
+    assert not list((res / "runs").rglob("seed3"))
+    out = drive("--tasks", "rt,sst2", "--seeds", "2,3")
+    assert f"at commit {second[:12]}: " in out and "the commit is the staged studies" in out, out
+    assert "study complete: 4 staged copies replace 2 reported ones" in out, out[-2000:]
+    assert (commit_of("rt", 3), commit_of("sst2", 3)) == (second, first)
+    assert list((tmp_path / "runs" / first[:12]).rglob("sst2/layernorm/seed3/summary.json"))
+    rec = json.loads((res / "reproduce.json").read_text())
+    assert rec["task_commits"] == {"rt": second, "sst2": first}
 
 
 def test_a_task_whose_runs_mix_two_commits_is_refused(tmp_path):

@@ -12,7 +12,7 @@ evaluation and a resume of a finished run need, a third of the disk.
 
 The study (duck-typed) names its jobs: ``plan()`` the unfinished jobs whose prerequisites are met,
 in priority order (asked again after every job, as later stages appear); ``command(job)``,
-``run_dir(job)``, ``log(job)``, ``cwd``, ``env``, ``summary(job)`` (final summary or {}) and
+``run_dir(job)``, ``log(job)``, ``cwd_for(job)``, ``env_for(job)``, ``summary(job)`` (final summary or {}) and
 ``copy(job)`` (export the finished run to the results folder and keep one checkpoint of it).
 """
 
@@ -143,8 +143,8 @@ class Executor:
             proc = JobProcess(
                 self.study.command(job),
                 self.study.run_dir(job),
-                cwd=self.study.cwd,
-                env=self.study.env,
+                cwd=self.study.cwd_for(job),
+                env=self.study.env_for(job),
                 log=self.study.log(job),
             )
             holder = proc.holder()

@@ -94,31 +94,53 @@ class Study(ABC):
         # per task, about how many jobs follow once those named now finish (a staged grid's)
         self.unnamed: dict[str, int] = {}
         self._runs: dict = {}
-        self._knows_roles: dict[Path, bool] = {}
+        self._knows_roles: dict[str, bool] = {}
+        self._checkouts: dict[str, Path] = {}
         # task -> its task config at the code trained (less the lr), when known: a selection run
         # of another commit counts only if it was trained at it (a changed preset re-selects)
         self.presets: dict[str, dict] = {}
-        # task -> the commit of its committed copies, when the study continues what its results
-        # folder reports (staging.REPORTED): a task not re-trained keeps the runs of its commit
+        # task -> the commit of its copies, when the study continues what its results folder
+        # reports (staging.REPORTED) or its staged copies of such a pass: a task not re-trained
+        # keeps the runs of its commit, and a job added to it is trained there (commit_of)
         self.task_commits: dict[str, str] = {}
 
-    # --- where ---
-    @property
-    def cwd(self) -> Optional[Path]:
-        return self.code
+    # --- at which commit ---
+    def commit_of(self, job: Job) -> str:
+        """The commit ``job`` is trained at: the study's, or its task's own when the study continues
+        a results folder that kept the task at another commit (seeds added to its rows then come
+        from the code its other seeds did: a row never mixes code versions)."""
+        return self.task_commits.get(job.task, self.commit)
 
-    @property
-    def env(self) -> Optional[dict]:
-        return pin.environ(self.code) if self.code else None
+    def kept(self, job: Job) -> bool:
+        return self.commit_of(job) != self.commit
+
+    # --- where ---
+    def cwd_for(self, job: Job) -> Optional[Path]:
+        """The checkout ``job`` runs from (None: this one); a kept task's commit is checked out
+        once, when its first job starts."""
+        if not self.kept(job):
+            return self.code
+        commit = self.commit_of(job)  # never "-dirty": such copies pin no study (pin.resolve)
+        if commit not in self._checkouts:
+            self._checkouts[commit] = pin.checkout(commit)
+        return self._checkouts[commit]
+
+    def env_for(self, job: Job) -> Optional[dict]:
+        code = self.cwd_for(job)
+        return pin.environ(code) if code else None
+
+    def root_of(self, job: Job) -> Path:
+        """The run root of ``job``'s commit: ``root`` is the study's, <base>/<commit[:12]>."""
+        return pin.root_for(self.root.parent, self.commit_of(job)) if self.kept(job) else self.root
 
     def run_dir(self, job: Job) -> Path:
-        return self.root / self.scale / self.name / job.rel()
+        return self.root_of(job) / self.scale / self.name / job.rel()
 
     def copy_dir(self, job: Job) -> Path:
         return self.copies / job.rel()
 
     def log(self, job: Job) -> Path:
-        return self.root / "logs" / self.name / (str(job.rel()).replace("/", "_") + ".log")
+        return self.root_of(job) / "logs" / self.name / (str(job.rel()).replace("/", "_") + ".log")
 
     def sources(self, job: Job) -> list[Path]:
         dirs = [self.copy_dir(job), self.run_dir(job)]
@@ -137,16 +159,8 @@ class Study(ABC):
             return True  # the run root is the commit's own
         if role_of(summary) == SELECTION and self.roles.get(job.seed) == SELECTION:
             return self.at_preset(where, job)
-        if (
-            job.task in self.task_commits
-            and self.committed
-            and where == Path(self.committed) / job.rel()
-        ):
-            return summary.get("git_commit") == self.task_commits[job.task] and not summary.get(
-                "git_dirty"
-            )
         return (
-            summary.get("git_commit") == self.commit
+            summary.get("git_commit") == self.commit_of(job)
             and bool(summary.get("git_dirty")) == self.dirty
         )
 
@@ -231,27 +245,26 @@ class Study(ABC):
             f"seed={job.seed}",
             f"scale={self.scale}",
             f"name={self.name}",
-            f"paths.root='{self.root}'",  # quoted: a comma or a space in it is no sweep
+            f"paths.root='{self.root_of(job)}'",  # quoted: a comma or a space in it is no sweep
             f"threads={self.threads}",
             "progress=false",
             f"hydra.run.dir='{self.run_dir(job)}'",
         ]
-        if job.seed in self.roles and self.knows_roles():
+        if job.seed in self.roles and self.knows_roles(job):
             cmd.append(f"seed_role={self.roles[job.seed]}")
         lr = [f"task.train.lr={job.lr:g}"] if job.lr is not None else []
         return cmd + lr + self.overrides + list(job.variant)
 
-    def knows_roles(self) -> bool:
-        """Whether the pinned code records seed roles (``seed_role``, from ROLES_SINCE on); a study
-        continued at an older commit (the selection record's) takes its runs' roles from
-        normlab/configs/study/seeds.yaml instead. Git is asked once per checkout, not per job."""
-        if self.code is None:
+    def knows_roles(self, job: Job) -> bool:
+        """Whether the code ``job`` runs records seed roles (``seed_role``, from ROLES_SINCE on); a
+        study continued at an older commit (the selection record's) takes its runs' roles from
+        normlab/configs/study/seeds.yaml instead. Git is asked once per commit, not per job."""
+        commit = self.commit_of(job)
+        if self.code is None and not self.kept(job):
             return True  # this checkout's own code
-        if self.code not in self._knows_roles:
-            self._knows_roles[self.code] = self.commit == pin.head() or pin.contains(
-                self.commit, ROLES_SINCE
-            )
-        return self._knows_roles[self.code]
+        if commit not in self._knows_roles:
+            self._knows_roles[commit] = commit == pin.head() or pin.contains(commit, ROLES_SINCE)
+        return self._knows_roles[commit]
 
     def copy(self, job: Job) -> None:
         """Export a finished run to the copies, and keep one checkpoint of it (a run that finished

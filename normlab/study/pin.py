@@ -31,17 +31,19 @@ class UncommittedCode(PinError):
 
 
 def commit_of_copies(where: Path, keep: Optional[Callable[[dict], bool]] = None) -> Optional[str]:
-    """The one commit the run copies in ``where`` came from (None when there are none);
-    "<commit>-dirty" when they were trained from uncommitted code. ``keep``: only the copies whose
-    summary it accepts count (the reported ones, say)."""
-    found = sorted({c for _, c in _copy_commits(where, keep) if c})
-    if len(found) > 1:
+    """The commit the run copies in ``where`` continue at (None when there are none);
+    "<commit>-dirty" when they were trained from uncommitted code. One commit, or, when a continued
+    results folder kept some tasks at older commits (each task's copies still from one:
+    ``task_commits``), the newest of them. ``keep``: only the copies whose summary it accepts count
+    (the reported ones, say)."""
+    found = set(task_commits(where, keep).values())
+    if len(found) > 1 and any(c.endswith("-dirty") for c in found):
         raise PinError(
-            f"{where} holds runs of {len(found)} commits ({', '.join(c[:12] for c in found)}); a table "
-            "must not mix code versions: remove the copies of all but one commit, or discard them and "
+            f"{where} holds runs of {len(found)} commits ({', '.join(sorted(c[:12] for c in found))}), "
+            "some from uncommitted code; a table must not mix code versions: discard them and "
             "re-train the study (--discard-staging <that folder>)"
         )
-    return found[0] if found else None
+    return newest(found) if found else None
 
 
 def task_commits(
@@ -53,13 +55,13 @@ def task_commits(
     record of what is there): the commit of most of the task's copies instead."""
     found: dict[str, Counter] = {}
     for task, commit in _copy_commits(where, keep):
-        if task and commit:
-            found.setdefault(task, Counter())[commit] += 1
+        if commit:  # a copy that names no task is a task of its own ("")
+            found.setdefault(task or "", Counter())[commit] += 1
     mixed = {t: sorted(c) for t, c in found.items() if len(c) > 1}
     if mixed and strict:
         task, commits = next(iter(sorted(mixed.items())))
         raise PinError(
-            f"{where}: the runs of task {task} come from {len(commits)} commits "
+            f"{where}: the runs of task {task or '(none named)'} come from {len(commits)} commits "
             f"({', '.join(c[:12] for c in commits)}); a row must not mix code versions: re-train "
             "that task at one commit (--tasks, --commit) and promote it"
         )

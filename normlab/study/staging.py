@@ -123,6 +123,25 @@ def reported_commit(runs: Path) -> Optional[str]:
     return pin.newest(commits)
 
 
+def kept_tasks(out: Path, commit: str) -> dict[str, str]:
+    """task -> commit of the tasks that the staged copies of ``out``'s study hold at another commit
+    than the study's ``commit``: those a pass continuing the results folder kept at their own (and
+    trained their added seeds at). Each must be the commit the folder reports for that task, or
+    the staged copies are not one study's: PinError."""
+    staged = pin.task_commits(staging_dir(out) / "runs", keep=trained_by_study)
+    kept = {t: c for t, c in staged.items() if c != commit}
+    runs = Path(out) / "runs"
+    reported = pin.task_commits(runs, keep=trained_by_study, strict=False) if kept else {}
+    for task, c in kept.items():
+        if reported.get(task) != c:
+            raise pin.PinError(
+                f"{staging_dir(out)}: the staged runs of task {task} come from {c[:12]}, neither the "
+                f"study's commit {commit[:12]} nor the one {runs} reports for {task}: discard them by "
+                f"name (--discard-staging {staging_dir(out)})"
+            )
+    return kept
+
+
 def pin_study(
     out: Path,
     requested: Optional[str],

@@ -123,12 +123,14 @@ def run(r: Request, kind: Fixed) -> int:
         return 2
     r.root = pin.root_for(r.root, commit, dirty)
     grid = kind.grid(commit, dirty, code)
-    if source.startswith(staging.REPORTED):  # continuing the folder: each task at its own commit
-        try:
+    try:  # continuing the folder (or a staged pass of it): each task at its own commit
+        if source.startswith(staging.REPORTED):
             grid.task_commits = pin.task_commits(r.out / "runs", keep=staging.trained_by_study)
-        except pin.PinError as e:
-            print(f"[{tag}] error: {e}", file=sys.stderr)
-            return 2
+        elif not dirty:
+            grid.task_commits = staging.kept_tasks(r.out, commit)
+    except pin.PinError as e:
+        print(f"[{tag}] error: {e}", file=sys.stderr)
+        return 2
     if r.plan:
         print(f"[plan] {kind.describe(commit, source, grid)}; staged in {rel(stage)}")
         print("\n".join(kind.plan_lines(grid)))
@@ -146,12 +148,22 @@ def run(r: Request, kind: Fixed) -> int:
     if todo:
         try:
             grid.code = code or pin.checkout(commit)
+            for (
+                job
+            ) in planned:  # a kept task's commit is checked out now: a missing one is one line
+                grid.cwd_for(job)
         except pin.PinError as e:
             print(f"[{tag}] error: {e}", file=sys.stderr)
             return 2
         if planned:
             example = shlex.join(grid.command(planned[0]))
             print(f"[{tag}] jobs run from {rel(grid.code)}, e.g. {example}")
+        kept = sorted({(j.task, grid.commit_of(j)[:12]) for j in planned if grid.kept(j)})
+        if kept:
+            print(
+                f"[{tag}] tasks the folder keeps at their own commit train their jobs there: "
+                + ", ".join(f"{t} at {c}" for t, c in kept)
+            )
         outcome = Executor(grid, r.jobs, r.budget_min, tag=tag).run()
     # A study found complete as its folder reports it is not staged again; otherwise every finished
     # run of it is staged, those found in the committed or a sibling's copies too (the promotion
