@@ -36,7 +36,8 @@ def head() -> str:
 def fake_copy(tmp_path, norm: str, commit: str):
     d = tmp_path / "results" / "staging" / "smoke" / "runs" / "synthetic_cls" / norm / "seed2"
     d.mkdir(parents=True)
-    (d / "summary.json").write_text(json.dumps({"status": "completed", "git_commit": commit}))
+    summary = {"status": "completed", "task": "synthetic_cls", "git_commit": commit}
+    (d / "summary.json").write_text(json.dumps(summary))
 
 
 @pytest.mark.slow
@@ -127,7 +128,8 @@ def test_copies_of_another_commit_are_never_mixed_in(tmp_path, data_dir):
     assert not (tmp_path / "runs").exists()
     fake_copy(tmp_path, "layernorm_simple", "1" * 40)
     out = reproduce(GRID + ["--root", str(tmp_path / "runs")], tmp_path, data_dir)
-    assert out.returncode == 2 and "holds runs of 2 commits" in out.stderr
+    assert out.returncode == 2 and "task synthetic_cls come from 2 commits" in out.stderr
+    assert "--discard-staging" in out.stderr
 
 
 def test_copies_from_uncommitted_code_are_not_continued_as_a_commit(tmp_path, data_dir):

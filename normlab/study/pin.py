@@ -30,24 +30,32 @@ class UncommittedCode(PinError):
     """A new grid would be trained at HEAD, and HEAD's code has uncommitted changes."""
 
 
+DISCARD = (
+    "remove the copies of all but one commit, or discard them and re-train the study "
+    "(--discard-staging <that folder>)"
+)
+
+
 def commit_of_copies(where: Path, keep: Optional[Callable[[dict], bool]] = None) -> Optional[str]:
     """The commit the run copies in ``where`` continue at (None when there are none);
     "<commit>-dirty" when they were trained from uncommitted code. One commit, or, when a continued
     results folder kept some tasks at older commits (each task's copies still from one:
     ``task_commits``), the newest of them. ``keep``: only the copies whose summary it accepts count
     (the reported ones, say)."""
-    found = set(task_commits(where, keep).values())
+    found = set(task_commits(where, keep, fix=DISCARD).values())
     if len(found) > 1 and any(c.endswith("-dirty") for c in found):
         raise PinError(
             f"{where} holds runs of {len(found)} commits ({', '.join(sorted(c[:12] for c in found))}), "
-            "some from uncommitted code; a table must not mix code versions: discard them and "
-            "re-train the study (--discard-staging <that folder>)"
+            f"some from uncommitted code; a table must not mix code versions: {DISCARD}"
         )
     return newest(found) if found else None
 
 
 def task_commits(
-    where: Path, keep: Optional[Callable[[dict], bool]] = None, strict: bool = True
+    where: Path,
+    keep: Optional[Callable[[dict], bool]] = None,
+    strict: bool = True,
+    fix: str = "re-train that task at one commit (--tasks, --commit) and promote it",
 ) -> dict[str, str]:
     """task -> the one commit its run copies in ``where`` came from ("-dirty" as above). A results
     folder may join tasks trained at different commits (a study re-trained for the tasks whose
@@ -62,8 +70,7 @@ def task_commits(
         task, commits = next(iter(sorted(mixed.items())))
         raise PinError(
             f"{where}: the runs of task {task or '(none named)'} come from {len(commits)} commits "
-            f"({', '.join(c[:12] for c in commits)}); a row must not mix code versions: re-train "
-            "that task at one commit (--tasks, --commit) and promote it"
+            f"({', '.join(c[:12] for c in commits)}); a row must not mix code versions: {fix}"
         )
     return {t: c.most_common(1)[0][0] for t, c in sorted(found.items())}
 
