@@ -123,8 +123,14 @@ def run(r: Request, kind: Fixed) -> int:
         return 2
     r.root = pin.root_for(r.root, commit, dirty)
     grid = kind.grid(commit, dirty, code)
-    try:  # continuing the folder (or a staged pass of it): each task at its own commit
-        if source.startswith(staging.REPORTED):
+    # Continuing the folder (a pass pinned by its reported copies, or --until-resolved, which adds
+    # seeds to the folder's rows even while a sibling's staged copies pin the commit): each task at
+    # its own commit; a later slice finds them in its staged copies.
+    continues = source.startswith(staging.REPORTED) or (
+        r.until_resolved and not r.commit and not (stage / "runs").exists()
+    )
+    try:
+        if continues:
             grid.task_commits = pin.task_commits(r.out / "runs", keep=staging.trained_by_study)
         elif not dirty:
             grid.task_commits = staging.kept_tasks(r.out, commit)
