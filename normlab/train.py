@@ -49,15 +49,18 @@ def _main(cfg: DictConfig) -> Outcome:
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN
     run_dir = Path(hc.runtime.output_dir)
-    if multirun and workers.in_worker(str(hc.launcher.get("_target_", ""))):
+    in_worker = multirun and workers.in_worker(str(hc.launcher.get("_target_", "")))
+    if in_worker:
         workers.watch_parent()  # a sweep killed outright leaves no worker training
     try:
         with workers.Busy():
             summary = run(cfg, run_dir, list(hc.overrides.task))
-        if summary["status"] in exitcodes.STOPPED:
+        if summary["status"] in exitcodes.STOPPED and not in_worker:
             sys.exit(
                 exitcodes.STOPPED[summary["status"]]
             )  # also ends a sweep: the same command resumes it
+        # A stopped job in a worker returns instead: an exit there makes joblib kill the other
+        # workers while they write their checkpoints; the sweep exits with the stop's code.
         if summary["status"] == "failed" and not multirun:
             sys.exit(exitcodes.CRASHED)  # traceback.txt is in the run directory
         return Outcome(objective(summary), summary["status"])

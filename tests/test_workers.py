@@ -4,6 +4,7 @@ leaves no worker training on (each stops its job with a checkpoint and exits).""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -65,6 +66,29 @@ def test_sigterm_to_the_sweep_alone_stops_its_workers_and_exits_75(tmp_path):
     assert statuses(dirs) == ["preempted", "preempted"]
     assert "Re-run the same command to resume" in out and "Traceback" not in out
     assert [lock_holder(d) for d in dirs] == [None, None]
+
+
+@pytest.mark.slow  # make test-slow: about a minute
+def test_a_worker_stopped_alone_leaves_the_other_training_and_the_sweep_ends_75(tmp_path):
+    """A job that stops in its worker returns to the sweep: a worker's exit there would make
+    joblib kill the other worker while it writes its checkpoint (no summary: its run lost). Once
+    every job has returned, the sweep says which stopped and exits 75: it is not done."""
+    proc = start_sweep(tmp_path)
+    first, other = run_dirs(tmp_path)
+    pid = int(re.match(r"pid (\d+)", lock_holder(first)).group(1))
+    os.kill(pid, signal.SIGTERM)  # the first job's worker alone
+    deadline = time.time() + 60
+    while time.time() < deadline and not (first / "summary.json").exists():
+        time.sleep(0.5)
+    assert statuses([first]) == ["preempted"]
+    time.sleep(5)  # joblib's abort, had the worker exited, kills the other worker by now
+    assert proc.poll() is None and lock_holder(other), proc.poll()
+    # the other stopped alone too: the sweep ends on its own, not done, with the stop's code
+    os.kill(int(re.match(r"pid (\d+)", lock_holder(other)).group(1)), signal.SIGTERM)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 75, out[-3000:]
+    assert statuses([first, other]) == ["preempted", "preempted"] and "Traceback" not in out
+    assert "2 point(s) stopped before their end: re-run the same command" in out, out[-3000:]
 
 
 @pytest.mark.slow  # make test-slow: about 40 s

@@ -149,6 +149,15 @@ class SweepSummary(Callback):
                 print(f"[normlab]   failed: {d}", file=sys.stderr)
         if failed:
             sys.exit(min(len(failed), 125))  # the exit status is the number of failed jobs
+        stopped = [s for s, _ in jobs if s in exitcodes.STOPPED]
+        if stopped:  # jobs in worker processes stopped by a signal to them alone: not done either
+            if int(os.environ.get("RANK", "0")) == 0:
+                print(
+                    f"[normlab]   {len(stopped)} point(s) stopped before their end: re-run the same "
+                    "command to resume them",
+                    file=sys.stderr,
+                )
+            sys.exit(exitcodes.STOPPED[stopped[0]])
         if counts.get("locked"):  # another process holds them: the sweep is not done
             if int(os.environ.get("RANK", "0")) == 0:
                 print(
