@@ -359,9 +359,10 @@ def test_the_placement_study_plans_every_placement_of_each_norm(clone, data_dir,
         for norm in ("layernorm", "layernorm_simple", "dyt"):
             for seg in PLACEMENTS:
                 assert f"  {task}/{norm}/{seg}/seed4 " in out.stdout, (task, norm, seg)
-    # costed by the runs at the presets (the calibration runs), not by those of the earlier ones
+    # costed by the runs at the presets (250-330 s alone in calibration, 430-530 s two at a time
+    # in the fixed study), not by those of the earlier presets (about 120 s)
     hours = float(re.search(r"about ([\d.]+) one-thread job hours left", out.stdout).group(1))
-    assert 108 * 250 / 3600 < hours < 108 * 330 / 3600, out.stdout[-500:]
+    assert 108 * 250 / 3600 < hours < 108 * 600 / 3600, out.stdout[-500:]
     assert "no run at the preset" not in out.stdout
 
 
