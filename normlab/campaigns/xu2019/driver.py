@@ -110,6 +110,17 @@ def report_only(r: Request, kind: Fixed) -> int:
     return 0
 
 
+def kept_line(grid, jobs: list) -> str:
+    """Which of ``jobs``' tasks train at their own commit, not the study's ("" when none)."""
+    kept = sorted({(j.task, grid.commit_of(j)[:12]) for j in jobs if grid.kept(j)})
+    return (
+        "tasks the folder keeps at their own commit train their jobs there: "
+        + ", ".join(f"{t} at {c}" for t, c in kept)
+        if kept
+        else ""
+    )
+
+
 def run(r: Request, kind: Fixed) -> int:
     start, started = time.monotonic(), provenance.utc_now()
     stage = staging.staging_dir(r.out)
@@ -140,6 +151,8 @@ def run(r: Request, kind: Fixed) -> int:
     if r.plan:
         print(f"[plan] {kind.describe(commit, source, grid)}; staged in {rel(stage)}")
         print("\n".join(kind.plan_lines(grid)))
+        if line := kept_line(grid, grid.plan()):
+            print(f"[plan] {line}")
         return 0
     planned = grid.plan()  # reads every unfinished run's summary: once before the slice
     todo = planned or grid.unnamed
@@ -164,12 +177,8 @@ def run(r: Request, kind: Fixed) -> int:
         if planned:
             example = shlex.join(grid.command(planned[0]))
             print(f"[{tag}] jobs run from {rel(grid.code)}, e.g. {example}")
-        kept = sorted({(j.task, grid.commit_of(j)[:12]) for j in planned if grid.kept(j)})
-        if kept:
-            print(
-                f"[{tag}] tasks the folder keeps at their own commit train their jobs there: "
-                + ", ".join(f"{t} at {c}" for t, c in kept)
-            )
+        if line := kept_line(grid, planned):
+            print(f"[{tag}] {line}")
         outcome = Executor(grid, r.jobs, r.budget_min, tag=tag).run()
     # A study found complete as its folder reports it is not staged again; otherwise every finished
     # run of it is staged, those found in the committed or a sibling's copies too (the promotion
