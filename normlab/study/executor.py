@@ -12,8 +12,9 @@ evaluation and a resume of a finished run need, a third of the disk.
 
 The study (duck-typed) names its jobs: ``plan()`` the unfinished jobs whose prerequisites are met,
 in priority order (asked again after every job, as later stages appear); ``command(job)``,
-``run_dir(job)``, ``log(job)``, ``cwd_for(job)``, ``env_for(job)``, ``summary(job)`` (final summary or {}) and
-``copy(job)`` (export the finished run to the results folder and keep one checkpoint of it).
+``run_dir(job)``, ``log(job)``, ``cwd_for(job)`` and ``env_for(job)`` (the checkout a job runs
+from and its environment), ``summary(job)`` (final summary or {}) and ``copy(job)`` (export the
+finished run to the results folder and keep one checkpoint of it).
 """
 
 from __future__ import annotations

@@ -167,9 +167,8 @@ def run(r: Request, kind: Fixed) -> int:
     if todo:
         try:
             grid.code = code or pin.checkout(commit)
-            for (
-                job
-            ) in planned:  # a kept task's commit is checked out now: a missing one is one line
+            # a kept task's commit is checked out now: a commit missing from the clone is one line
+            for job in planned:
                 grid.cwd_for(job)
         except pin.PinError as e:
             print(f"[{tag}] error: {e}", file=sys.stderr)
