@@ -99,16 +99,13 @@ class Study(ABC):
         # task -> its task config at the code trained (less the lr), when known: a selection run
         # of another commit counts only if it was trained at it (a changed preset re-selects)
         self.presets: dict[str, dict] = {}
-        # task -> the commit of its copies, when the study continues what its results folder
-        # reports (staging.REPORTED) or its staged copies of such a pass: a task not re-trained
-        # keeps the runs of its commit, and a job added to it is trained there (commit_of)
+        # task -> the commit of its copies when the study continues its results folder (commit_of)
         self.task_commits: dict[str, str] = {}
 
     # --- at which commit ---
     def commit_of(self, job: Job) -> str:
         """The commit ``job`` is trained at: the study's, or its task's own when the study continues
-        a results folder that kept the task at another commit (seeds added to its rows then come
-        from the code its other seeds did: a row never mixes code versions)."""
+        a results folder that kept the task at another commit (a row never mixes code versions)."""
         return self.task_commits.get(job.task, self.commit)
 
     def kept(self, job: Job) -> bool:
