@@ -6,7 +6,7 @@ and spreads observed so far.
 Reads the primary study's findings.json (each row's mean difference and SD of the per-seed
 differences), draws every tested row's differences from a normal with those, runs the declared
 procedure (normlab/configs/study/claims.yaml ``sequential``: looks, alpha / K per look, Holm over
-the rows; normlab.report.stats.sequential_family) and prints per row the chance it resolves
+the rows; normlab.report.sequential.sequential_family) and prints per row the chance it resolves
 (rejected, or decided by its 90% CI) within the last look and the expected seeds it uses, then the
 expected seeds per resolved row. The observed effects are estimates from 5 seeds: read the output
 as a plan, not a promise.
@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 from normlab.campaigns.xu2019.findings import CLAIMS, look_sizes  # noqa: E402
 from normlab.report import stats as S  # noqa: E402
 from normlab.report.claims import settings  # noqa: E402
+from normlab.report.sequential import sequential_family  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -58,7 +59,7 @@ def main(argv=None) -> int:
     d = mean[None, :, None] + sd[None, :, None] * rng.standard_normal(
         (a.studies, len(tested), sizes[-1])
     )
-    _, used, resolved = S.sequential_family(d, ni, margins, sizes, settings()["alpha"])
+    _, used, resolved = sequential_family(d, ni, margins, sizes, settings()["alpha"])
     print(
         f"{len(tested)} tested rows of {path}, looks at {sizes} seeds, {a.studies} simulated "
         "studies under the observed mean differences and SDs:"

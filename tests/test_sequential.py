@@ -9,6 +9,7 @@ from statsmodels.stats.multitest import multipletests
 from normlab.campaigns.xu2019.findings import CLAIMS, look_sizes
 from normlab.report import stats as S
 from normlab.report.claims import margin, settings
+from normlab.report.sequential import holm_rows, resolve_chance, sequential_family
 
 ALPHA = settings()["alpha"]
 STUDIES = 10_000
@@ -39,7 +40,7 @@ def test_familywise_error_holds_when_seeds_are_added_until_rows_resolve():
     ni, margins = family_shape()
     sizes = look_sizes()
     d = null_study(rng, ni, margins, sizes[-1])
-    rejected, used, _ = S.sequential_family(d, ni, margins, sizes, ALPHA)
+    rejected, used, _ = sequential_family(d, ni, margins, sizes, ALPHA)
     fwer = rejected.any(axis=1).mean()
     mc = 3 * np.sqrt(ALPHA * (1 - ALPHA) / STUDIES)
     assert fwer <= ALPHA + mc, fwer
@@ -48,7 +49,7 @@ def test_familywise_error_holds_when_seeds_are_added_until_rows_resolve():
     # above could fail
     looked = np.zeros_like(rejected)
     for n in sizes:  # K = 1 at every look
-        r, _, _ = S.sequential_family(d[:, :, :n], ni, margins, [n], ALPHA)
+        r, _, _ = sequential_family(d[:, :, :n], ni, margins, [n], ALPHA)
         looked |= r
     assert looked.any(axis=1).mean() > ALPHA + mc
 
@@ -59,7 +60,7 @@ def test_the_report_path_agrees_with_the_simulated_one():
     sizes = look_sizes()
     # effects from none to 2 seed sds: some rows resolve early, some late, some never
     d = rng.normal(np.linspace(0.0, 2.0, ni.size)[None, :, None], 1.0, (1, ni.size, sizes[-1]))
-    rejected, used, _ = S.sequential_family(d, ni, margins, sizes, ALPHA)
+    rejected, used, _ = sequential_family(d, ni, margins, sizes, ALPHA)
     # each row as the report sees it after its last look: K x its smallest p over the looks made
     p_seq = [
         S.sequential_p(
@@ -72,7 +73,7 @@ def test_the_report_path_agrees_with_the_simulated_one():
     ]
     holm = multipletests(p_seq, method="holm")[1]
     assert list(holm < ALPHA) == list(rejected[0])
-    assert S.holm_rows(np.array([p_seq]))[0] == pytest.approx(holm)
+    assert holm_rows(np.array([p_seq]))[0] == pytest.approx(holm)
     assert 0 < rejected.sum() < ni.size and len(set(used[0])) > 1
 
 
@@ -108,3 +109,103 @@ def test_the_next_look_adds_seeds_to_the_norms_of_unresolved_rows_only(tmp_path)
     assert {(j.task, j.norm) for j in added} == {("rt", "layernorm"), ("rt", "layernorm_simple")}
     assert sorted({j.seed for j in added}) == [7, 8, 9, 10, 11]
     assert grid.roles[11] == "evaluation" and grid.plan() == added
+
+
+def test_the_chance_to_resolve_agrees_with_adding_seeds_to_the_observed_ones():
+    """resolve_chance works from each row's mean, SD and p so far; drawing the same posterior
+    predictive seeds, appending them to the observed differences and running the declared
+    procedure from the first look resolves the open rows as often."""
+    rng = np.random.default_rng(11)
+    sizes, studies = look_sizes(), 20_000
+    ni = np.array([True, False, False, False])
+    margins = np.array([0.2, 0.2, 0.2, 0.2])
+    # four rows' first five seeds: a clear effect (rejected at once), a weak one, a tie, a noisy tie
+    obs = np.array(
+        [
+            [2.1, 1.8, 2.4, 2.0, 1.9],
+            [0.5, -0.2, 0.9, 0.1, 0.6],
+            [0.3, -0.3, 0.1, 0.25, -0.2],
+            [4.5, -6.0, 1.2, -3.3, 2.7],
+        ]
+    )
+    n = np.full(4, sizes[0])
+    mean, sd = obs.mean(1), obs.std(1, ddof=1)
+    p_seq = [
+        S.sequential_p(list(obs[r]), S.NONINFERIOR if ni[r] else S.SUPERIOR, 0.2, sizes)
+        for r in range(4)
+    ]
+    _, _, resolved0 = sequential_family(obs[None], ni, margins, sizes[:1], ALPHA)
+    open_ = ~resolved0[0]
+    assert list(open_) == [False, True, True, True]
+    chance = resolve_chance(n, mean, sd, p_seq, open_, ni, margins, sizes, ALPHA, studies, seed=3)
+    assert np.isnan(chance[0])
+    # the same predictive draws, by hand, appended to the observed seeds
+    dof = n - 1
+    sigma2 = dof * sd**2 / rng.chisquare(dof, (studies, 4))
+    mu = mean + np.sqrt(sigma2 / n) * rng.standard_normal((studies, 4))
+    extra = mu[..., None] + np.sqrt(sigma2)[..., None] * rng.standard_normal((studies, 4, 15))
+    d = np.concatenate([np.broadcast_to(obs, (studies, 4, 5)), extra], -1)
+    _, _, resolved = sequential_family(d, ni, margins, sizes, ALPHA)
+    by_hand = resolved.mean(0)
+    se = np.sqrt(by_hand * (1 - by_hand) / studies)
+    assert np.all(np.abs(chance[1:] - by_hand[1:]) < 4 * se[1:] + 0.005), (chance, by_hand)
+    # the weak effect and the tie mostly resolve (rejected; equivalent), the noisy tie rarely
+    assert chance[1] > 0.5 and chance[2] > 0.6 and chance[3] < 0.1
+
+
+def test_a_row_the_futility_rule_stops_gains_no_seeds_and_stays_stopped(tmp_path, monkeypatch):
+    """After the first look, a noisy tie whose chance to resolve by 20 seeds is below the declared
+    floor gains no seeds, and the driver's line names it; at the next look it gains none even when
+    its chance would be above the floor, since it lacks the seeds of the look before."""
+    from test_report import make_run
+
+    from normlab.campaigns.xu2019 import sequential_grid as G
+    from normlab.report import family as F
+
+    # a floor that stops a tie in this small family (in the primary family's 33 rows a tie's chance
+    # is lower: Holm over more rows asks more of each)
+    declared = settings()
+    floor = dict(declared, sequential=dict(declared["sequential"], futility=0.15))
+    monkeypatch.setattr(F, "settings", lambda: floor)
+    monkeypatch.setattr(G, "settings", lambda: floor)
+
+    def new_grid():
+        return G.SequentialGrid(
+            ["rt", "sst2"], ["layernorm", "layernorm_simple", "adanorm"], [2, 3, 4, 5, 6],
+            max_seeds=15, scale="mini", name="xu2019", root=tmp_path / "runs",
+            copies=tmp_path / "copies", commit="c", dirty=False, code=None, roles={},
+            committed=tmp_path / "committed",
+        )  # fmt: skip
+
+    def add(task, seed, values):
+        for norm, v in values.items():
+            d = make_run(tmp_path / "committed", task, norm, seed, v)
+            s = d / "summary.json"
+            s.write_text(s.read_text().replace('"completed"', '"completed", "git_commit": "c"'))
+
+    # rt: LayerNorm-simple a little ahead of LayerNorm, unresolved at 5 seeds (more seeds may show
+    # it), AdaNorm clearly ahead; sst2: LayerNorm-simple clearly no worse, AdaNorm against
+    # LayerNorm a tie with a spread of 6 accuracy points against a margin of 0.2 (never resolves)
+    for seed, e in zip((2, 3, 4, 5, 6), (0.3, -0.5, 0.1, 0.4, -0.3)):
+        add("rt", seed, {"layernorm_simple": 75.2 + e, "layernorm": 75.0, "adanorm": 78.0 + e / 9})
+        add("sst2", seed, {"layernorm_simple": 81 + e / 9, "layernorm": 80, "adanorm": 80 + 10 * e})
+    grid = new_grid()
+    added = {(j.task, j.norm) for j in grid.jobs() if j.seed > 6}
+    assert added == {("rt", "layernorm"), ("rt", "layernorm_simple")}
+    assert {(f.claim.key, f.column) for f in grid.stopped} == {("adanorm_improves", "sst2")}
+    line = grid.futility_lines()[0]
+    assert "adanorm_improves on sst2" in line and "below 0.15" in line
+    assert all(f.resolve_chance < 0.15 for f in grid.stopped)
+    # the second look's seeds for rt; then, were sst2's chance above the floor, it still gains none
+    for seed, e in zip(range(7, 12), (0.2, -0.3, 0.5, 0.0, 0.1)):
+        add("rt", seed, {"layernorm_simple": 75.2 + e, "layernorm": 75.0})
+    # the rule as the first look applied it (the same chance); any other chance is above the floor
+    first = grid.stopped[0].resolve_chance
+    monkeypatch.setattr(G, "futile", lambda f: f.resolve_chance == first)
+    grid = new_grid()
+    third = [j for j in grid.jobs() if j.seed > 11]
+    assert {j.task for j in third} <= {"rt"}
+    assert grid.stopped == []  # no row is futile at this look: sst2's stays stopped all the same
+    earlier = {(f.claim.key, f.column) for f in grid.stopped_before}
+    assert earlier == {("adanorm_improves", "sst2")}
+    assert "stopped for futility at an earlier look" in grid.futility_lines()[-1]

@@ -10,6 +10,7 @@ from typing import Optional, Sequence
 
 from . import stats as S
 from .claims import settings
+from .sequential import resolve_chance
 from .verdicts import Finding
 
 
@@ -69,4 +70,34 @@ def apply(
         f.mde = S.mde(f.n, f.sd, level, cfg["power"], sides)
         if primary and looks:
             f.seeds_needed = S.seeds_to_resolve(f.sd, f.margin, level, sizes, sides, cfg["power"])
+    if primary and declared and looks and len(sizes) > 1:
+        chances(mine, sizes, alpha)  # the declared study's rows are the ones seeds are added to
     return Family(study, rows, primary, declared, size, sign_tests(rows, order))
+
+
+def chances(mine: list[Finding], sizes: Sequence[int], alpha: float) -> None:
+    """Set each unresolved row's chance to resolve by the last look (sequential.resolve_chance),
+    the family's other tested rows held at their p_seq."""
+    open_ = [f.verdict("holm") == "unresolved" for f in mine]
+    if not any(open_):
+        return
+    got = resolve_chance(
+        [f.n for f in mine],
+        [f.diff for f in mine],
+        [f.sd for f in mine],
+        [f.p_seq if f.p_seq is not None else f.p for f in mine],
+        open_,
+        [f.claim.form == S.NONINFERIOR for f in mine],
+        [f.margin if f.margin is not None else 0.0 for f in mine],
+        sizes,
+        alpha,
+    )
+    for f, c, o in zip(mine, got, open_):
+        f.resolve_chance = float(c) if o and c == c else None
+
+
+def futile(f: Finding) -> bool:
+    """Whether the declared futility rule (claims.yaml ``sequential.futility``) stops ``f``'s
+    seeds: an unresolved row whose chance to resolve is below the threshold."""
+    floor = (settings().get("sequential") or {}).get("futility")
+    return floor is not None and f.resolve_chance is not None and f.resolve_chance < float(floor)

@@ -21,7 +21,6 @@ import statistics
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-import numpy as np
 from scipy import optimize, stats
 from statsmodels.stats.multitest import multipletests
 
@@ -205,55 +204,3 @@ def seeds_to_resolve(
         if m is not None and m <= margin:
             return n
     return None
-
-
-def holm_rows(p: np.ndarray) -> np.ndarray:
-    """Holm-adjusted p-values along the last axis (one family per leading index): the same values
-    as statsmodels' multipletests(method="holm") row by row, for many simulated studies at once."""
-    p = np.asarray(p, float)
-    m = p.shape[-1]
-    order = np.argsort(p, axis=-1)
-    ranked = np.take_along_axis(p, order, axis=-1) * (m - np.arange(m))
-    adj = np.minimum(np.maximum.accumulate(ranked, axis=-1), 1.0)
-    out = np.empty_like(adj)
-    np.put_along_axis(out, order, adj, axis=-1)
-    return out
-
-
-def sequential_family(
-    d: np.ndarray,
-    noninferior: np.ndarray,
-    margins: np.ndarray,
-    sizes: Sequence[int],
-    alpha: float,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Seeds added until each row resolves, for one family of R rows in each of S studies at once.
-
-    ``d``: [S, R, N] per-seed differences (positive = as claimed) in the order the seeds would be
-    added (N >= sizes[-1]); ``noninferior``: [R] which rows are "A ≥ B"; ``margins``: [R]. At each
-    look every still-open row is tested on its first n seeds, its p_seq is K x its smallest p so
-    far, Holm adjusts all rows' p_seq, and a row stops once Holm rejects it or its 90% CI decides it
-    (inferior: below -margin; equivalent: within ±margin for a strict claim). Returns the rejected
-    rows [S, R], the seeds each row used [S, R] and the resolved rows (rejected or decided) [S, R]."""
-    d = np.asarray(d, float)
-    S_, R, _ = d.shape
-    K = len(sizes)
-    ni = np.broadcast_to(np.asarray(noninferior, bool), (S_, R))
-    mg = np.broadcast_to(np.asarray(margins, float), (S_, R))
-    open_ = np.ones((S_, R), bool)
-    pmin = np.ones((S_, R))
-    rejected = np.zeros((S_, R), bool)
-    used = np.full((S_, R), sizes[-1])
-    for n in sizes:
-        x = d[:, :, :n]
-        mean, se = x.mean(-1), x.std(-1, ddof=1) / math.sqrt(n)
-        t_ni = (mean + mg) / se
-        p = np.where(ni, stats.t.sf(t_ni, n - 1), 2 * stats.t.sf(np.abs(mean / se), n - 1))
-        pmin = np.where(open_, np.minimum(pmin, p), pmin)
-        rejected |= holm_rows(np.minimum(1.0, K * pmin)) < alpha
-        half = stats.t.ppf(0.95, n - 1) * se
-        decided = np.where(ni, mean + half < -mg, (mean - half > -mg) & (mean + half < mg))
-        stop = open_ & (rejected | decided)
-        used = np.where(stop, n, used)
-        open_ &= ~stop
-    return rejected, used, ~open_

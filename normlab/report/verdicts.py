@@ -96,6 +96,8 @@ class Finding:
     p_holm: Optional[float] = None  # Holm over the primary rows' p_seq
     mde: Optional[float] = None
     seeds_needed: Optional[int] = None  # the first look whose MDE is at most the margin
+    # an unresolved row's chance to resolve by the last look (sequential.resolve_chance)
+    resolve_chance: Optional[float] = None
     notes: list = field(default_factory=list)
 
     def verdict(self, kind: str = "holm") -> str:

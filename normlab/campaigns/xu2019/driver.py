@@ -110,15 +110,15 @@ def report_only(r: Request, kind: Fixed) -> int:
     return 0
 
 
-def kept_line(grid, jobs: list) -> str:
-    """Which of ``jobs``' tasks train at their own commit, not the study's ("" when none)."""
+def notes(grid, jobs: list) -> list[str]:
+    """Which of ``jobs``' tasks train at their own commit, not the study's; for seeds added until
+    rows resolve, the rows the futility rule stopped."""
     kept = sorted({(j.task, grid.commit_of(j)[:12]) for j in jobs if grid.kept(j)})
-    return (
+    lines = [
         "tasks the folder keeps at their own commit train their jobs there: "
         + ", ".join(f"{t} at {c}" for t, c in kept)
-        if kept
-        else ""
-    )
+    ]
+    return (lines if kept else []) + (grid.futility_lines() if hasattr(grid, "stopped") else [])
 
 
 def run(r: Request, kind: Fixed) -> int:
@@ -151,7 +151,7 @@ def run(r: Request, kind: Fixed) -> int:
     if r.plan:
         print(f"[plan] {kind.describe(commit, source, grid)}; staged in {rel(stage)}")
         print("\n".join(kind.plan_lines(grid)))
-        if line := kept_line(grid, grid.plan()):
+        for line in notes(grid, grid.plan()):
             print(f"[plan] {line}")
         return 0
     planned = grid.plan()  # reads every unfinished run's summary: once before the slice
@@ -176,7 +176,7 @@ def run(r: Request, kind: Fixed) -> int:
         if planned:
             example = shlex.join(grid.command(planned[0]))
             print(f"[{tag}] jobs run from {rel(grid.code)}, e.g. {example}")
-        if line := kept_line(grid, planned):
+        for line in notes(grid, planned):
             print(f"[{tag}] {line}")
         outcome = Executor(grid, r.jobs, r.budget_min, tag=tag).run()
     # A study found complete as its folder reports it is not staged again; otherwise every finished

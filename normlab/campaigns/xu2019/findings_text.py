@@ -10,7 +10,7 @@ from ...report.aggregate import Grid, data_sentence
 from ...report.claim_cells import head, num, p_text
 from ...report.claims import margins_sentence, settings
 from ...report.tables import Table
-from .family import Family, family_sentence
+from .family import Family, family_sentence, futile
 from .findings import AGAINST, CLAIMS, SUPPORTS, UNTESTED, Finding, look_sizes
 
 
@@ -20,6 +20,13 @@ def _seeds(f: Finding) -> str:
         return "–"
     last = look_sizes()[-1]
     return f"> {last}" if f.seeds_needed is None else str(f.seeds_needed)
+
+
+def _chance(f: Finding) -> str:
+    """An unresolved primary row's chance to resolve by the last look; "stopped" below the floor."""
+    if f.resolve_chance is None:
+        return "–"
+    return f"{f.resolve_chance:.2f}" + (" (stopped)" if futile(f) else "")
 
 
 def method(fam: Family) -> str:
@@ -43,7 +50,12 @@ def method(fam: Family) -> str:
         "which that MDE reaches the margin. Seeds may be added to unresolved primary rows in looks "
         f"of {', '.join(map(str, look_sizes()))} seeds (K = {len(look_sizes())}): 'p seq' = K x the "
         "smallest p of the looks made (Bonferroni spending, valid however the adding stops), which "
-        "Holm adjusts. "
+        "Holm adjusts. 'P(resolve)': an unresolved row's chance (in the declared primary family) "
+        "to resolve by the last look if every such row kept gaining seeds, under the posterior "
+        "predictive of its differences "
+        "(mean and SD drawn from its seeds so far); a row below the declared futility floor "
+        f"({settings()['sequential'].get('futility')}) gains no more seeds and stays unresolved "
+        "('stopped'); the rule only withholds seeds, so the error rate holds. "
         "The overfitting claim is tested on the generalization gap (valid loss minus the mean train "
         "loss of the last 10% of steps before it) at the last evaluation both runs have, the same "
         "step for both norms. "
@@ -69,6 +81,7 @@ def findings_table(grid: Grid, fs: list[Finding], fam: Family, study: str = "thi
             "r",
             "MDE",
             "seeds to resolve",
+            "P(resolve)",
             "p",
             "p seq",
             "p Holm",
@@ -83,6 +96,7 @@ def findings_table(grid: Grid, fs: list[Finding], fam: Family, study: str = "thi
                 "–" if f.corr is None else f"{f.corr:+.2f}",
                 num(f.mde, f.unit),
                 _seeds(f),
+                _chance(f),
                 p_text(f.p),
                 p_text(f.p_seq if f.primary else None),
                 p_text(f.p_holm),
@@ -148,6 +162,17 @@ def outcome(mine: list, kind: str = "holm") -> str:
     )
 
 
+def _stopped(mine: list[Finding]) -> str:
+    """The claim's rows the futility rule stops, in one sentence ("" when none)."""
+    cols = [f"{f.column} ({f.resolve_chance:.2f})" for f in mine if futile(f)]
+    if not cols:
+        return ""
+    return (
+        f" Unresolved with no more seeds (futility: chance to resolve by {look_sizes()[-1]} seeds "
+        f"below {settings()['sequential']['futility']}): {', '.join(cols)}."
+    )
+
+
 def sign_sentence(res: Optional[dict]) -> str:
     if not res or not res["n"]:
         return "sign test: no tasks with a mean difference"
@@ -176,6 +201,7 @@ def summary_lines(fs: list[Finding], fam: Family, study: str) -> list[str]:
             f"- {claim.text} [the paper's {claim.source}]: {how}, {outcome(mine)} ({_counts(mine, 'holm')}). "
             f"Uncorrected: {_counts(mine, 'raw')}. Across tasks: "
             f"{sign_sentence(fam.signs.get(claim.key))}. The design {resolution(mine)}."
+            + _stopped(mine)
         )
     return lines
 

@@ -4,7 +4,9 @@ The grid starts as the fixed study's (every task x norm at the first look's seed
 of a look has finished it reads the primary family's rows from them as the report does (the cells
 that did not train gated, one test per row by the claim's form, each row's p seq over the looks it
 had, Holm over the rows: findings.py, family.py) and names the next look's seeds for the two norms
-of every row still *unresolved*; a row that resolved (or has no test) gains none. It stops at the
+of every row still *unresolved*; a row that resolved (or has no test) gains none, nor does one
+the declared futility rule stops (claims.yaml ``sequential.futility``: its chance to resolve by
+the last look, report/sequential.py, below the floor), at this look or any later one. It stops at the
 last look (claims.yaml ``sequential``, or ``--max-seeds``). The jobs are named in stages, as the
 tuned grid's, so the driver's executor trains each look as soon as the one before has finished.
 """
@@ -19,7 +21,7 @@ from ...report.axis import task_of
 from ...report.claims import settings
 from ...report.trained import gate_with
 from ...study.grid import FixedGrid, Job
-from .family import apply
+from .family import apply, futile
 from .findings import findings, look_sizes
 
 
@@ -35,24 +37,62 @@ class SequentialGrid(FixedGrid):
         self.order = list(self.seeds) + [last + 1 + i for i in range(max(0, extra))]
         for s in self.order[len(self.seeds) :]:
             self.roles.setdefault(s, "evaluation")
-        self._open: dict[frozenset, set] = {}
+        self._open: dict[frozenset, tuple] = {}
+        # the rows the futility rule stopped at the last look read, and at an earlier one
+        self.stopped: list = []
+        self.stopped_before: list = []
 
     def open_pairs(self, jobs: list[Job]) -> set[tuple[str, str]]:
-        """(task, norm) of the two norms of every primary row still unresolved on ``jobs``' runs."""
+        """(task, norm) of the two norms of every primary row still unresolved on ``jobs``' runs,
+        less the rows the declared futility rule stops (claims.yaml ``sequential.futility``)."""
         key = frozenset(jobs)
         if key not in self._open:
             runs = [r for j in jobs if (r := self.final_run(j)) is not None]
             grid = gate_with(Grid(runs), provider_for(runs))
             rows = findings(grid)
             apply(settings()["primary"], rows, primary=True, declared=True)
-            self._open[key] = {
+            seeds: dict[tuple, set] = {}
+            for j in jobs:
+                seeds.setdefault((j.task, j.norm), set()).add(j.seed)
+            look = set().union(*seeds.values()) if seeds else set()
+            unresolved = [f for f in rows if f.verdict("holm") == "unresolved"]
+            # a row gains seeds only while it has every seed of the looks so far: one the rule
+            # stopped at an earlier look stays stopped
+            full = [
+                f
+                for f in unresolved
+                if all(seeds.get((task_of(f.column), m)) == look for m in (f.claim.a, f.claim.b))
+            ]
+            pairs = {
                 (task_of(f.column), n)
-                for f in rows
-                if f.verdict("holm") == "unresolved"
+                for f in full
+                if not futile(f)
                 for n in (f.claim.a, f.claim.b)
                 if n in self.norms
             }
-        return self._open[key]
+            earlier = [f for f in unresolved if f not in full]
+            self._open[key] = pairs, [f for f in full if futile(f)], earlier
+        pairs, self.stopped, self.stopped_before = self._open[key]
+        return pairs
+
+    def futility_lines(self) -> list[str]:
+        """The unresolved rows the declared futility rule stopped, at the last look read."""
+        floor = settings()["sequential"].get("futility")
+        lines = []
+        if self.stopped:
+            rows = ", ".join(
+                f"{f.claim.key} on {f.column} ({f.resolve_chance:.2f})"
+                for f in sorted(self.stopped, key=lambda f: f.resolve_chance)
+            )
+            lines.append(
+                f"futility (claims.yaml sequential.futility {floor}): {len(self.stopped)} "
+                f"unresolved row(s) gain no more seeds, their chance to resolve by "
+                f"{look_sizes()[-1]} seeds below {floor}: {rows}"
+            )
+        if self.stopped_before:
+            rows = ", ".join(f"{f.claim.key} on {f.column}" for f in self.stopped_before)
+            lines.append(f"stopped for futility at an earlier look, unresolved: {rows}")
+        return lines
 
     def unresolved(self) -> Optional[set]:
         """The pairs still open after the looks made so far (None while a look is running)."""
