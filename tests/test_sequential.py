@@ -192,20 +192,65 @@ def test_a_row_the_futility_rule_stops_gains_no_seeds_and_stays_stopped(tmp_path
     grid = new_grid()
     added = {(j.task, j.norm) for j in grid.jobs() if j.seed > 6}
     assert added == {("rt", "layernorm"), ("rt", "layernorm_simple")}
-    assert {(f.claim.key, f.column) for f in grid.stopped} == {("adanorm_improves", "sst2")}
+    stopped_rows = list(grid.stopped)
+    assert {(f.claim.key, f.column) for f in stopped_rows} == {("adanorm_improves", "sst2")}
     line = grid.futility_lines()[0]
     assert "adanorm_improves on sst2" in line and "below 0.15" in line
     assert all(f.resolve_chance < 0.15 for f in grid.stopped)
-    # the second look's seeds for rt; then, were sst2's chance above the floor, it still gains none
+    # the second look's seeds for rt; at the third, sst2's row is a look behind rt's: the report
+    # marks it stopped, and the grid adds it none
     for seed, e in zip(range(7, 12), (0.2, -0.3, 0.5, 0.0, 0.1)):
         add("rt", seed, {"layernorm_simple": 75.2 + e, "layernorm": 75.0})
-    # the rule as the first look applied it (the same chance); any other chance is above the floor
-    first = grid.stopped[0].resolve_chance
-    monkeypatch.setattr(G, "futile", lambda f: f.resolve_chance == first)
     grid = new_grid()
-    third = [j for j in grid.jobs() if j.seed > 11]
-    assert {j.task for j in third} <= {"rt"}
-    assert grid.stopped == []  # no row is futile at this look: sst2's stays stopped all the same
-    earlier = {(f.claim.key, f.column) for f in grid.stopped_before}
-    assert earlier == {("adanorm_improves", "sst2")}
+    assert {j.task for j in grid.jobs() if j.seed > 11} <= {"rt"}
+    earlier = [
+        f for f in grid.stopped_before if (f.claim.key, f.column) == ("adanorm_improves", "sst2")
+    ]
+    assert earlier and earlier[0].stopped and earlier[0].n == 5
     assert "stopped for futility at an earlier look" in grid.futility_lines()[-1]
+    # were the report not to mark it (its chance above the floor, unlike the first look's, which
+    # stands), the grid still adds it none: it lacks the second look's seeds
+    first = next(f.resolve_chance for f in stopped_rows)
+    original = F.chances
+
+    def unmarked(mine, sizes, alpha):
+        original(mine, sizes, alpha)
+        for f in mine:
+            f.stopped = f.stopped and f.resolve_chance == first
+
+    monkeypatch.setattr(F, "chances", unmarked)
+    grid = new_grid()
+    assert {j.task for j in grid.jobs() if j.seed > 11} <= {"rt"}
+    assert grid.stopped == []
+    assert {(f.claim.key, f.column) for f in grid.stopped_before} == {("adanorm_improves", "sst2")}
+
+
+def test_the_report_marks_rows_a_look_behind_as_stopped_and_gives_no_chance_after_the_last_look():
+    """A row that missed a look's seeds was stopped by the rule, whatever its chance now; a row with
+    the last look's seeds has no look left: no chance, not stopped, unresolved."""
+    from scipy import stats
+
+    from normlab.report.family import apply
+    from normlab.report.verdicts import Claim, Finding
+
+    def row(key, n, diff, sd):
+        t = diff / (sd / np.sqrt(n))
+        p = float(2 * stats.t.sf(abs(t), n - 1))
+        half = float(stats.t.ppf(0.95, n - 1) * sd / np.sqrt(n))
+        claim = Claim(key, key, "a", "b", S.SUPERIOR, "metric")
+        return Finding(
+            claim, "rt", "acc", n=n, diff=diff, sd=sd, t=t, p=p, p_seq=min(1.0, 4 * p),
+            ci90=(diff - half, diff + half), margin=0.2,
+        )  # fmt: skip
+
+    floor = settings()["sequential"]["futility"]
+    rows = [row("ahead", 10, 0.4, 0.6), row("behind", 5, 0.4, 0.6)]
+    apply("fixed", rows, primary=True, declared=True, looks=look_sizes())
+    ahead, behind = rows
+    assert ahead.verdict() == behind.verdict() == "unresolved"
+    assert behind.resolve_chance > floor and ahead.resolve_chance > floor
+    assert behind.stopped and not ahead.stopped
+    done = [row("done", 20, 0.05, 1.0)]
+    apply("fixed", done, primary=True, declared=True, looks=look_sizes())
+    assert done[0].verdict() == "unresolved"
+    assert done[0].resolve_chance is None and not done[0].stopped

@@ -640,7 +640,7 @@ def test_a_selection_run_of_an_older_preset_chooses_nothing(tmp_path):
 
 @pytest.mark.slow  # make test-slow: about a minute and a half
 def test_until_resolved_adds_the_next_looks_seeds_to_unresolved_rows(clone, data_dir, tmp_path):
-    from normlab.campaigns.xu2019.family import apply, futile
+    from normlab.campaigns.xu2019.family import apply
     from normlab.campaigns.xu2019.findings import findings
     from normlab.report import find_runs
     from normlab.report.aggregate import Grid
@@ -661,7 +661,7 @@ def test_until_resolved_adds_the_next_looks_seeds_to_unresolved_rows(clone, data
     open_ = {
         n
         for f in rows
-        if f.verdict() == "unresolved" and not futile(f)
+        if f.verdict() == "unresolved" and not f.stopped
         for n in (f.claim.a, f.claim.b)
     }
     added = {(r.norm, r.seed) for r in runs if r.seed > 6}

@@ -76,10 +76,13 @@ def apply(
 
 
 def chances(mine: list[Finding], sizes: Sequence[int], alpha: float) -> None:
-    """Set each unresolved row's chance to resolve by the last look (sequential.resolve_chance),
-    the family's other tested rows held at their p_seq."""
-    open_ = [f.verdict("holm") == "unresolved" for f in mine]
-    if not any(open_):
+    """Set each unresolved row's chance to resolve by the last look (sequential.resolve_chance, the
+    family's other tested rows held at their p_seq; none once a row has the last look's seeds) and
+    whether the declared futility rule (claims.yaml ``sequential.futility``) stopped its seeds: its
+    chance is below the floor, or it is a look behind the family's most-seeded row (stopped then)."""
+    open_ = [f.verdict("holm") == "unresolved" and f.n < sizes[-1] for f in mine]
+    floor = (settings().get("sequential") or {}).get("futility")
+    if not any(open_) or floor is None:
         return
     got = resolve_chance(
         [f.n for f in mine],
@@ -92,12 +95,8 @@ def chances(mine: list[Finding], sizes: Sequence[int], alpha: float) -> None:
         sizes,
         alpha,
     )
+    last, step = max(f.n for f in mine), sizes[1] - sizes[0]
     for f, c, o in zip(mine, got, open_):
         f.resolve_chance = float(c) if o and c == c else None
-
-
-def futile(f: Finding) -> bool:
-    """Whether the declared futility rule (claims.yaml ``sequential.futility``) stops ``f``'s
-    seeds: an unresolved row whose chance to resolve is below the threshold."""
-    floor = (settings().get("sequential") or {}).get("futility")
-    return floor is not None and f.resolve_chance is not None and f.resolve_chance < float(floor)
+        low = f.resolve_chance is not None and f.resolve_chance < float(floor)
+        f.stopped = o and (low or f.n + step <= last)

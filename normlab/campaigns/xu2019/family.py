@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Optional
 
 from ...report.claims import settings
-from ...report.family import Family, futile, sign_tests
+from ...report.family import Family, sign_tests
 from ...report.family import apply as _apply
 from ...report.tables import Table
 from .findings import CLAIMS, Finding, look_sizes
 
-__all__ = ["Family", "apply", "build", "family_sentence", "family_table", "futile", "sign_tests"]
+__all__ = ["Family", "apply", "build", "family_sentence", "family_table", "sign_tests"]
 
 
 def apply(study: str, rows: list[Finding], primary: bool, declared: bool) -> Family:

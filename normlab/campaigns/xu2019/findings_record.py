@@ -26,7 +26,7 @@ FILE = "findings.json"
 # 4: each row's look-adjusted p (seeds added until it resolves)
 VERSION = 4
 # set by family.apply over the family: not the folder's own
-ADJUSTED = ("primary", "p_holm", "mde", "seeds_needed", "resolve_chance")
+ADJUSTED = ("primary", "p_holm", "mde", "seeds_needed", "resolve_chance", "stopped")
 
 
 def runs_digest(runs: Path) -> str:

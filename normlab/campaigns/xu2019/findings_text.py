@@ -10,7 +10,7 @@ from ...report.aggregate import Grid, data_sentence
 from ...report.claim_cells import head, num, p_text
 from ...report.claims import margins_sentence, settings
 from ...report.tables import Table
-from .family import Family, family_sentence, futile
+from .family import Family, family_sentence
 from .findings import AGAINST, CLAIMS, SUPPORTS, UNTESTED, Finding, look_sizes
 
 
@@ -26,7 +26,7 @@ def _chance(f: Finding) -> str:
     """An unresolved primary row's chance to resolve by the last look; "stopped" below the floor."""
     if f.resolve_chance is None:
         return "–"
-    return f"{f.resolve_chance:.2f}" + (" (stopped)" if futile(f) else "")
+    return f"{f.resolve_chance:.2f}" + (" (stopped)" if f.stopped else "")
 
 
 def method(fam: Family) -> str:
@@ -55,7 +55,8 @@ def method(fam: Family) -> str:
         "predictive of its differences "
         "(mean and SD drawn from its seeds so far); a row below the declared futility floor "
         f"({settings()['sequential'].get('futility')}) gains no more seeds and stays unresolved "
-        "('stopped'); the rule only withholds seeds, so the error rate holds. "
+        "('stopped', as is a row a look behind the family's most-seeded one); the rule only "
+        "withholds seeds, so the error rate holds. "
         "The overfitting claim is tested on the generalization gap (valid loss minus the mean train "
         "loss of the last 10% of steps before it) at the last evaluation both runs have, the same "
         "step for both norms. "
@@ -164,7 +165,7 @@ def outcome(mine: list, kind: str = "holm") -> str:
 
 def _stopped(mine: list[Finding]) -> str:
     """The claim's rows the futility rule stops, in one sentence ("" when none)."""
-    cols = [f"{f.column} ({f.resolve_chance:.2f})" for f in mine if futile(f)]
+    cols = [f"{f.column} ({f.resolve_chance:.2f})" for f in mine if f.stopped]
     if not cols:
         return ""
     return (

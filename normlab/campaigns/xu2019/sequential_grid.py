@@ -21,7 +21,7 @@ from ...report.axis import task_of
 from ...report.claims import settings
 from ...report.trained import gate_with
 from ...study.grid import FixedGrid, Job
-from .family import apply, futile
+from .family import apply
 from .findings import findings, look_sizes
 
 
@@ -66,12 +66,12 @@ class SequentialGrid(FixedGrid):
             pairs = {
                 (task_of(f.column), n)
                 for f in full
-                if not futile(f)
+                if not f.stopped
                 for n in (f.claim.a, f.claim.b)
                 if n in self.norms
             }
             earlier = [f for f in unresolved if f not in full]
-            self._open[key] = pairs, [f for f in full if futile(f)], earlier
+            self._open[key] = pairs, [f for f in full if f.stopped], earlier
         pairs, self.stopped, self.stopped_before = self._open[key]
         return pairs
 
