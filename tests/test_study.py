@@ -327,7 +327,7 @@ def test_prenorm_is_a_study_of_its_own(clone, data_dir, tmp_path):
     found = run_plan(clone, data_dir, plan)
     assert (
         found.returncode == 0
-        and "at commit f1046b7783ba" in found.stdout
+        and "at commit e74a48389835" in found.stdout
         and "45 done, 0 to train" in found.stdout
     ), found.stdout
     assert "enwik8/adanorm/seed6" in out.stdout and "one-thread job hours left" in out.stdout
