@@ -78,8 +78,8 @@ def apply(
 def chances(mine: list[Finding], sizes: Sequence[int], alpha: float) -> None:
     """Set each unresolved row's chance to resolve by the last look (sequential.resolve_chance, the
     family's other tested rows held at their p_seq; none once a row has the last look's seeds) and
-    whether the declared futility rule (claims.yaml ``sequential.futility``) stopped its seeds: its
-    chance is below the floor, or it is a look behind the family's most-seeded row (stopped then)."""
+    whether the declared futility rule (claims.yaml ``sequential.futility``) stopped its seeds:
+    its chance is below the floor, or it is a look behind the family's most-seeded row."""
     open_ = [f.verdict("holm") == "unresolved" and f.n < sizes[-1] for f in mine]
     floor = (settings().get("sequential") or {}).get("futility")
     if not any(open_) or floor is None:

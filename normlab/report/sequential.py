@@ -2,7 +2,8 @@
 
 - ``sequential_family``: the declared procedure on given per-seed differences (each look tests
   every open row on its first n seeds, p_seq = K x its smallest p so far, Holm over the rows, a row
-  stops once rejected or decided by its 90% CI). The planning script and the error-rate tests run it.
+  stops once rejected or decided by its 90% CI). The planning script and the error-rate tests
+  run it.
 - ``resolve_chance``: the futility rule's number. For rows already tested on n seeds (their mean,
   SD and smallest p so far), the chance that each open row resolves by the last look if it keeps
   gaining seeds, under the posterior predictive of its differences: sigma^2 from its SD (scaled

@@ -4,9 +4,9 @@ The grid starts as the fixed study's (every task x norm at the first look's seed
 of a look has finished it reads the primary family's rows from them as the report does (the cells
 that did not train gated, one test per row by the claim's form, each row's p seq over the looks it
 had, Holm over the rows: findings.py, family.py) and names the next look's seeds for the two norms
-of every row still *unresolved*; a row that resolved (or has no test) gains none, nor does one
-the declared futility rule stops (claims.yaml ``sequential.futility``: its chance to resolve by
-the last look, report/sequential.py, below the floor), at this look or any later one. It stops at the
+of every row still *unresolved*; a row that resolved (or has no test) gains none, nor does one the
+declared futility rule stops (claims.yaml ``sequential.futility``: its chance to resolve by the
+last look, report/sequential.py, below the floor), at this look or any later one. It stops at the
 last look (claims.yaml ``sequential``, or ``--max-seeds``). The jobs are named in stages, as the
 tuned grid's, so the driver's executor trains each look as soon as the one before has finished.
 """
