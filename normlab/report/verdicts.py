@@ -96,8 +96,7 @@ class Finding:
     p_holm: Optional[float] = None  # Holm over the primary rows' p_seq
     mde: Optional[float] = None
     seeds_needed: Optional[int] = None  # the first look whose MDE is at most the margin
-    # an unresolved row's chance to resolve by the last look (sequential.resolve_chance), and
-    # whether the futility rule stopped its seeds
+    # set by family.apply: the chance to resolve by the last look; stopped by the futility rule
     resolve_chance: Optional[float] = None
     stopped: bool = False
     notes: list = field(default_factory=list)
