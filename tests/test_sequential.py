@@ -164,10 +164,8 @@ def test_a_row_the_futility_rule_stops_gains_no_seeds_and_stays_stopped(tmp_path
 
     # a floor that stops a tie in this small family (in the primary family's 33 rows a tie's chance
     # is lower: Holm over more rows asks more of each)
-    declared = settings()
-    floor = dict(declared, sequential=dict(declared["sequential"], futility=0.15))
-    monkeypatch.setattr(F, "settings", lambda: floor)
-    monkeypatch.setattr(G, "settings", lambda: floor)
+    monkeypatch.setattr(F, "futility", lambda: 0.15)
+    monkeypatch.setattr(G, "futility", lambda: 0.15)
 
     def new_grid():
         return G.SequentialGrid(

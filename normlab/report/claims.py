@@ -36,6 +36,12 @@ def trained_margin(metric: Optional[str]) -> float:
     return float(settings()["trained_margin"].get(metric or "", 0.0))
 
 
+def futility() -> Optional[float]:
+    """The declared futility floor (claims.yaml ``sequential.futility``); None: no such rule."""
+    floor = (settings().get("sequential") or {}).get("futility")
+    return None if floor is None else float(floor)
+
+
 def not_learning(task: str, scale: str) -> str:
     """Why ``task`` at ``scale`` is declared outside the learning regime (claims.yaml), or ""."""
     return ((settings().get("not_learning") or {}).get(scale) or {}).get(task, "")

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from . import stats as S
-from .claims import settings
+from .claims import futility, settings
 from .sequential import resolve_chance
 from .verdicts import Finding
 
@@ -81,7 +81,7 @@ def chances(mine: list[Finding], sizes: Sequence[int], alpha: float) -> None:
     whether the declared futility rule (claims.yaml ``sequential.futility``) stopped its seeds:
     its chance is below the floor, or it is a look behind the family's most-seeded row."""
     open_ = [f.verdict("holm") == "unresolved" and f.n < sizes[-1] for f in mine]
-    floor = (settings().get("sequential") or {}).get("futility")
+    floor = futility()
     if not any(open_) or floor is None:
         return
     got = resolve_chance(
@@ -98,5 +98,5 @@ def chances(mine: list[Finding], sizes: Sequence[int], alpha: float) -> None:
     last, step = max(f.n for f in mine), sizes[1] - sizes[0]
     for f, c, o in zip(mine, got, open_):
         f.resolve_chance = float(c) if o and c == c else None
-        low = f.resolve_chance is not None and f.resolve_chance < float(floor)
+        low = f.resolve_chance is not None and f.resolve_chance < floor
         f.stopped = o and (low or f.n + step <= last)

@@ -8,7 +8,7 @@ from typing import Optional
 
 from ...report.aggregate import Grid, data_sentence
 from ...report.claim_cells import head, num, p_text
-from ...report.claims import margins_sentence, settings
+from ...report.claims import futility, margins_sentence, settings
 from ...report.tables import Table
 from .family import Family, family_sentence
 from .findings import AGAINST, CLAIMS, SUPPORTS, UNTESTED, Finding, look_sizes
@@ -54,7 +54,7 @@ def method(fam: Family) -> str:
         "to resolve by the last look if every such row kept gaining seeds, under the posterior "
         "predictive of its differences "
         "(mean and SD drawn from its seeds so far); a row below the declared futility floor "
-        f"({settings()['sequential'].get('futility')}) gains no more seeds and stays unresolved "
+        f"({futility()}) gains no more seeds and stays unresolved "
         "('stopped', as is a row a look behind the family's most-seeded one); the rule only "
         "withholds seeds, so the error rate holds. "
         "The overfitting claim is tested on the generalization gap (valid loss minus the mean train "
@@ -170,7 +170,7 @@ def _stopped(mine: list[Finding]) -> str:
         return ""
     return (
         f" Unresolved with no more seeds (futility: chance to resolve by {look_sizes()[-1]} seeds "
-        f"below {settings()['sequential']['futility']}): {', '.join(cols)}."
+        f"below {futility()}): {', '.join(cols)}."
     )
 
 

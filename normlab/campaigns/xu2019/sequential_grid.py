@@ -18,7 +18,7 @@ from typing import Optional
 from ...make_report import provider_for
 from ...report.aggregate import Grid
 from ...report.axis import task_of
-from ...report.claims import settings
+from ...report.claims import futility, settings
 from ...report.trained import gate_with
 from ...study.grid import FixedGrid, Job
 from .family import apply
@@ -55,14 +55,14 @@ class SequentialGrid(FixedGrid):
             for j in jobs:
                 seeds.setdefault((j.task, j.norm), set()).add(j.seed)
             look = set().union(*seeds.values()) if seeds else set()
-            unresolved = [f for f in rows if f.verdict("holm") == "unresolved"]
             # a row gains seeds only while it has every seed of the looks so far: one the rule
             # stopped at an earlier look stays stopped
-            full = [
-                f
-                for f in unresolved
-                if all(seeds.get((task_of(f.column), m)) == look for m in (f.claim.a, f.claim.b))
-            ]
+            full, earlier = [], []
+            for f in rows:
+                if f.verdict("holm") == "unresolved":
+                    task = task_of(f.column)
+                    has = all(seeds.get((task, m)) == look for m in (f.claim.a, f.claim.b))
+                    (full if has else earlier).append(f)
             pairs = {
                 (task_of(f.column), n)
                 for f in full
@@ -70,14 +70,13 @@ class SequentialGrid(FixedGrid):
                 for n in (f.claim.a, f.claim.b)
                 if n in self.norms
             }
-            earlier = [f for f in unresolved if f not in full]
             self._open[key] = pairs, [f for f in full if f.stopped], earlier
         pairs, self.stopped, self.stopped_before = self._open[key]
         return pairs
 
     def futility_lines(self) -> list[str]:
         """The unresolved rows the declared futility rule stopped, at the last look read."""
-        floor = settings()["sequential"].get("futility")
+        floor = futility()
         lines = []
         if self.stopped:
             rows = ", ".join(
