@@ -225,20 +225,21 @@ def test_a_row_the_futility_rule_stops_gains_no_seeds_and_stays_stopped(tmp_path
 
 def test_the_report_marks_rows_a_look_behind_as_stopped_and_gives_no_chance_after_the_last_look():
     """A row that missed a look's seeds was stopped by the rule, whatever its chance now; a row with
-    the last look's seeds has no look left: no chance, not stopped, unresolved."""
+    the last look's seeds has no look left: no chance, not stopped, unresolved. A row's look is the
+    seeds it ran: one whose norm diverged on some of them is neither behind nor short of a look."""
     from scipy import stats
 
     from normlab.report.family import apply
     from normlab.report.verdicts import Claim, Finding
 
-    def row(key, n, diff, sd):
+    def row(key, n, diff, sd, n_run=0):
         t = diff / (sd / np.sqrt(n))
         p = float(2 * stats.t.sf(abs(t), n - 1))
         half = float(stats.t.ppf(0.95, n - 1) * sd / np.sqrt(n))
         claim = Claim(key, key, "a", "b", S.SUPERIOR, "metric")
         return Finding(
             claim, "rt", "acc", n=n, diff=diff, sd=sd, t=t, p=p, p_seq=min(1.0, 4 * p),
-            ci90=(diff - half, diff + half), margin=0.2,
+            ci90=(diff - half, diff + half), margin=0.2, n_run=n_run,
         )  # fmt: skip
 
     floor = settings()["sequential"]["futility"]
@@ -251,4 +252,11 @@ def test_the_report_marks_rows_a_look_behind_as_stopped_and_gives_no_chance_afte
     done = [row("done", 20, 0.05, 1.0)]
     apply("fixed", done, primary=True, declared=True, looks=look_sizes())
     assert done[0].verdict() == "unresolved"
+    assert done[0].resolve_chance is None and not done[0].stopped
+    # five of the second look's seeds diverged for one norm: 5 pairs, but the look was made
+    rows = [row("ahead", 10, 0.4, 0.6), row("diverged", 5, 0.4, 0.6, n_run=10)]
+    apply("fixed", rows, primary=True, declared=True, looks=look_sizes())
+    assert rows[1].resolve_chance > floor and not rows[1].stopped
+    done = [row("done", 17, 0.05, 1.0, n_run=20)]
+    apply("fixed", done, primary=True, declared=True, looks=look_sizes())
     assert done[0].resolve_chance is None and not done[0].stopped

@@ -80,7 +80,10 @@ def chances(mine: list[Finding], sizes: Sequence[int], alpha: float) -> None:
     family's other tested rows held at their p_seq; none once a row has the last look's seeds) and
     whether the declared futility rule (claims.yaml ``sequential.futility``) stopped its seeds:
     its chance is below the floor, or it is a look behind the family's most-seeded row."""
-    open_ = [f.verdict("holm") == "unresolved" and f.n < sizes[-1] for f in mine]
+    # a row's look is the seeds it ran, not those both norms completed: one whose norm diverged
+    # on a look's seeds is neither behind nor short of the last look
+    looked = [f.n_run or f.n for f in mine]
+    open_ = [f.verdict("holm") == "unresolved" and k < sizes[-1] for f, k in zip(mine, looked)]
     floor = futility()
     if not any(open_) or floor is None:
         return
@@ -95,8 +98,8 @@ def chances(mine: list[Finding], sizes: Sequence[int], alpha: float) -> None:
         sizes,
         alpha,
     )
-    last, step = max(f.n for f in mine), sizes[1] - sizes[0]
-    for f, c, o in zip(mine, got, open_):
+    last, step = max(looked), sizes[1] - sizes[0]
+    for f, c, o, k in zip(mine, got, open_, looked):
         f.resolve_chance = float(c) if o and c == c else None
         low = f.resolve_chance is not None and f.resolve_chance < floor
-        f.stopped = o and (low or f.n + step <= last)
+        f.stopped = o and (low or k + step <= last)

@@ -160,6 +160,13 @@ def sign_test(diffs: Sequence[float]) -> dict:
     }
 
 
+def correlation(xs: Sequence[float], ys: Sequence[float]) -> Optional[float]:
+    """Pearson's r of paired values; None below three pairs or without spread in either."""
+    if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
+        return None
+    return float(statistics.correlation(xs, ys))
+
+
 def look_sizes(first: int, step: int, max_seeds: int) -> list[int]:
     """The numbers of paired seeds at which a sequential row is tested: first, first + step, ..."""
     return list(range(first, max_seeds + 1, step)) if step > 0 else [first]

@@ -19,7 +19,6 @@ Which rows form a family, and its Holm correction, is family.py's.
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
@@ -74,10 +73,10 @@ class Finding:
     column: str
     unit: str = ""
     sentence: str = ""
-    decided: str = (
-        ""  # a verdict without a test: divergence, did not train, not learning, too few runs
-    )
+    # a verdict without a test: divergence, did not train, not learning, too few runs
+    decided: str = ""
     n: int = 0  # seeds both norms completed: the pairs tested
+    n_run: int = 0  # seeds either norm ran, diverged or failed included: the row's look
     n_a: int = 0
     n_b: int = 0
     # mean paired difference, in the claim's direction: positive = as claimed
@@ -117,12 +116,8 @@ class Finding:
         up, down = ("larger", "smaller") if self.claim.measure == "gap" else ("better", "worse")
         if p is not None and p < alpha:
             return up if self.diff > 0 else down
-        if (
-            self.ci90 is not None
-            and self.margin is not None
-            and -self.margin < self.ci90[0]
-            and self.ci90[1] < self.margin
-        ):
+        ci, m = self.ci90, self.margin
+        if ci is not None and m is not None and -m < ci[0] and ci[1] < m:
             return "equivalent"
         return "unresolved"
 
@@ -152,12 +147,6 @@ def _common_steps(A: Cell, B: Cell) -> dict[int, int]:
             if r.status == "completed" and (s := last_valid_step(r)) is not None:
                 last.setdefault(r.seed, []).append(s)
     return {seed: min(v) for seed, v in last.items() if len(v) == 2}
-
-
-def _corr(xs: list[float], ys: list[float]) -> Optional[float]:
-    if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
-        return None
-    return float(statistics.correlation(xs, ys))
 
 
 def label(name: str) -> str:
@@ -223,10 +212,11 @@ def evaluate_cells(
     d = [x - y for x, y in zip(xa, xb)]
     row = S.by_form(d, claim.form, f.margin)
     f.n, f.diff, f.sd, f.t, f.p, f.ci90 = row.n, row.diff, row.sd, row.t, row.p, row.ci90
-    f.corr = _corr(xa, xb)
+    f.corr = S.correlation(xa, xb)
     if looks is not None:
         # the looks: seeds in the order they were added, a seed one norm did not complete included
         run = sorted({r.seed for r in A.runs + B.runs if r.seed is not None})
+        f.n_run = len(run)
         f.p_seq = S.sequential_p(
             d, claim.form, f.margin, looks, [run.index(s) for s in seeds], len(run)
         )

@@ -140,12 +140,8 @@ class Study(ABC):
         return self.root_of(job) / "logs" / self.name / (str(job.rel()).replace("/", "_") + ".log")
 
     def sources(self, job: Job) -> list[Path]:
-        dirs = [self.copy_dir(job), self.run_dir(job)]
-        dirs += [
-            Path(c) / job.rel()
-            for c in ([self.committed] if self.committed else []) + self.shared_for(job)
-        ]
-        return dirs
+        others = ([self.committed] if self.committed else []) + self.shared_for(job)
+        return [self.copy_dir(job), self.run_dir(job)] + [Path(c) / job.rel() for c in others]
 
     def shared_for(self, job: Job) -> list[Path]:
         return self.shared
@@ -226,6 +222,10 @@ class Study(ABC):
     def is_shared(self, job: Job) -> bool:
         """Whether another study trains ``job`` as much as this one (its cost is that study's)."""
         return False
+
+    def futility_lines(self) -> list[str]:
+        """The rows a declared futility rule withholds seeds from (a grid that adds seeds has some)."""
+        return []
 
     def plan(self) -> list[Job]:
         """Every job whose prerequisites are met and that is not finished, in priority order."""

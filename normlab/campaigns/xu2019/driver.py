@@ -118,7 +118,7 @@ def notes(grid, jobs: list) -> list[str]:
         "tasks the folder keeps at their own commit train their jobs there: "
         + ", ".join(f"{t} at {c}" for t, c in kept)
     ]
-    return (lines if kept else []) + (grid.futility_lines() if hasattr(grid, "stopped") else [])
+    return (lines if kept else []) + grid.futility_lines()
 
 
 def run(r: Request, kind: Fixed) -> int:

@@ -24,7 +24,8 @@ FILE = "findings.json"
 # 2: rows of cells that did not train, or of tasks not learning, are decided untested;
 # 3: one test per row by the claim's form, the gap at a common step for the overfitting claim
 # 4: each row's look-adjusted p (seeds added until it resolves)
-VERSION = 4
+# 5: each row's look (the seeds either norm ran), which the futility rule reads
+VERSION = 5
 # set by family.apply over the family: not the folder's own
 ADJUSTED = ("primary", "p_holm", "mde", "seeds_needed", "resolve_chance", "stopped")
 
