@@ -102,3 +102,40 @@ def test_a_staged_copy_is_complete_or_absent(tmp_path, monkeypatch):
         52.0,
     ]
     assert sorted(p.name for p in dest.parent.iterdir()) == ["seed2"]  # no leftovers
+
+
+def test_promotion_replaces_a_re_selected_tasks_selection_copies_and_keeps_the_others(tmp_path):
+    """A study re-trained for some tasks at a changed preset re-selects their lr: promoting it
+    removes those tasks' selection copies of the older preset (their lrs are not the new grid's,
+    so no staged copy overwrites them) and keeps the selection copies still at their preset and
+    every copy of the tasks it did not re-train."""
+    import yaml
+
+    from normlab.study.grid import FixedGrid
+
+    out = tmp_path / "results" / "mini-tuned"
+    runs, stage = out / "runs", staging.staging_dir(out) / "runs"
+
+    def at(where: Path, name: str, seed: int, role, train_bytes: int) -> None:
+        copy(where, name, seed, STUDY, role)
+        task = {"name": name.split("/")[0], "data": {"train_bytes": train_bytes}}
+        task["train"] = {"lr": 0.001}
+        (where / name / f"seed{seed}" / "config.yaml").write_text(yaml.safe_dump({"task": task}))
+
+    at(runs, "rt/layernorm/lr=0.003", 1, roles.SELECTION, 40000)  # the older preset's grid
+    at(runs, "rt/layernorm", 2, roles.EVALUATION, 40000)
+    at(runs, "sst2/layernorm/lr=0.003", 1, roles.SELECTION, 40000)  # a task not re-trained
+    at(runs, "sst2/layernorm", 2, roles.EVALUATION, 40000)
+    at(stage, "rt/layernorm/lr=0.002", 1, roles.SELECTION, 0)  # the new preset's grid
+    at(stage, "rt/layernorm", 2, roles.EVALUATION, 0)
+    kw = dict(scale="mini", name="tuned", root=tmp_path / "runs", copies=stage, commit=STUDY)
+    grid = FixedGrid(["rt"], ["layernorm"], [2], dirty=False, code=None, roles={}, **kw)
+    grid.presets = {t: {"name": t, "data": {"train_bytes": 0}, "train": {}} for t in ("rt", "sst2")}
+    assert staging.promote(out, ["rt"], grid.at_preset) == (2, 2)
+    left = sorted(str(p.parent.relative_to(runs)) for p in runs.rglob("summary.json"))
+    assert left == [
+        "rt/layernorm/lr=0.002/seed1",
+        "rt/layernorm/seed2",
+        "sst2/layernorm/lr=0.003/seed1",
+        "sst2/layernorm/seed2",
+    ]

@@ -151,15 +151,15 @@ class Study(ABC):
         if where == self.run_dir(job):
             return True  # the run root is the commit's own
         if role_of(summary) == SELECTION and self.roles.get(job.seed) == SELECTION:
-            return self.at_preset(where, job)
+            return self.at_preset(where, job.task)
         return (
             summary.get("git_commit") == self.commit_of(job)
             and bool(summary.get("git_dirty")) == self.dirty
         )
 
-    def at_preset(self, where: Path, job: Job) -> bool:
-        """Whether the run in ``where`` was trained at the job's task preset (True when unknown)."""
-        preset = self.presets.get(job.task)
+    def at_preset(self, where: Path, task: str) -> bool:
+        """Whether the run in ``where`` was trained at ``task``'s preset (True when unknown)."""
+        preset = self.presets.get(task)
         if preset is None:
             return True
         try:

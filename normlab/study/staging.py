@@ -3,8 +3,8 @@
 While a study trains (over several slices, each committing what finished), its run copies go to
 ``results/staging/<folder>/runs``, which no committed-tables check reads. Once every job of the
 study is finished, ``promote`` replaces the reported copies in ``results/<folder>/runs`` (every
-copy but the selection record's) with the staged ones in one step; the old copies stay in git
-history. All staged studies share one commit, so the studies that share runs (the tuned grid and
+copy but the selection runs still at their task's preset) with the staged ones in one step; the
+old copies stay in git history. All staged studies share one commit, so the studies that share runs (the tuned grid and
 the fixed grid's preset-lr runs) come from the same code.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from ..report.roles import SELECTION, role_of
 from ..report.runs import find_runs
@@ -175,14 +175,21 @@ def discard(out: Path, named: Path) -> None:
     shutil.rmtree(stage, ignore_errors=True)
 
 
-def promote(out: Path, tasks: Optional[list] = None) -> tuple[int, int]:
+def promote(
+    out: Path,
+    tasks: Optional[list] = None,
+    at_preset: Callable[[Path, str], bool] = lambda where, task: True,
+) -> tuple[int, int]:
     """Replace the reported copies of ``out`` with the staged ones; returns (removed, added).
     ``tasks``: the study's; the reported copies of other tasks stay (a study re-trained for some
-    tasks only, e.g. those whose preset changed)."""
+    tasks only, e.g. those whose preset changed). A selection copy stays while it was trained at
+    its task's preset (``at_preset(folder, task)``): the choice it made stays made; one of an older
+    preset chose nothing the study reports (its task was re-selected) and goes with the rest."""
     stage, runs = staging_dir(out), Path(out) / "runs"
     removed = 0
     for r in find_runs([runs]) if runs.exists() else []:
-        if role_of(r.summary) != SELECTION and (tasks is None or r.task in tasks):
+        kept = role_of(r.summary) == SELECTION and at_preset(r.path, r.task)
+        if not kept and (tasks is None or r.task in tasks):
             shutil.rmtree(r.path)
             removed += 1
     added = 0

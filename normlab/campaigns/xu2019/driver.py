@@ -244,7 +244,7 @@ def run(r: Request, kind: Fixed) -> int:
         return 0
     if stage.exists():
         old = provenance.read(stage)
-        removed, added = staging.promote(r.out, r.tasks)
+        removed, added = staging.promote(r.out, r.tasks, grid.at_preset)
         if old:
             write_json(r.out / "reproduce.json", old)
         print(
