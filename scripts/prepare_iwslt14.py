@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from normlab.data.bpe import JointBPE  # noqa: E402
-from normlab.data.translation import read_lines  # noqa: E402
+from normlab.data.parallel import read_lines  # noqa: E402
 
 URLS = [
     "http://dl.fbaipublicfiles.com/fairseq/data/iwslt14/de-en.tgz",

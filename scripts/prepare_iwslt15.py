@@ -21,7 +21,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from normlab.data.translation import read_lines, read_parallel  # noqa: E402
+from normlab.data.parallel import read_lines, read_parallel  # noqa: E402
 from normlab.errors import DataError  # noqa: E402
 
 URL = "https://nlp.stanford.edu/projects/nmt/data/iwslt15.en-vi/"

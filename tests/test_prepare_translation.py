@@ -11,7 +11,8 @@ from omegaconf import OmegaConf
 
 from helpers import REPO
 from normlab.data.bpe import remove_bpe
-from normlab.data.translation import load_corpus, read_lines
+from normlab.data.parallel import read_lines
+from normlab.data.translation import load_corpus
 
 PARTS = [
     "IWSLT14.TED.dev2010",

@@ -16,13 +16,14 @@ from omegaconf import OmegaConf
 from helpers import compose_cfg, run_job
 from normlab.config import ConfigError
 from normlab.data.bpe import JointBPE, learn_cached, remove_bpe
-from normlab.data.translation import choose_splits, parse_stem, read_lines, read_parallel
+from normlab.data.parallel import choose_splits, parse_stem, read_lines, read_parallel
 from normlab.errors import DataError
 from normlab.models.search import SearchConfig, beam_search, greedy
 from normlab.models.seq2seq import TransformerSeq2Seq
 from normlab.models.transformer import TransformerConfig
 from normlab.norms import NORMS, norm_factory
-from normlab.tasks.translation import TranslationTask, tokenized_bleu
+from normlab.tasks.bleu import tokenized_bleu
+from normlab.tasks.translation import TranslationTask
 
 COMPONENTS = {
     "IWSLT14.TED.dev2010": 887,

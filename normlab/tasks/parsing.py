@@ -18,7 +18,6 @@ import json
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -27,14 +26,14 @@ from ..data import ptb
 from ..data.batching import LazyBatches, epoch_generator
 from ..data.cache import cached
 from ..data.text import Ragged
-from ..data.transitions import N_LABEL_FEATS, N_WORD_FEATS, Configuration, oracle_examples
+from ..data.transitions import N_LABEL_FEATS, N_WORD_FEATS, oracle_examples
 from ..errors import ConfigError, DataError
 from ..files import atomic_write_bytes
-from ..models.parser import MLPParser
 from ..models.spec import spec
 from ..progress import bar
 from . import trivial
 from .base import Task
+from .parse_decode import greedy_parse
 from .registry import register_task
 
 SPLITS = ("train", "valid", "test")
@@ -289,36 +288,3 @@ class PTBParsingTask(Task):
             Path(run_dir) / "test_predictions.conllx", ("\n".join(lines) + "\n").encode()
         )
         return metrics
-
-
-@torch.no_grad()
-def greedy_parse(
-    model: MLPParser, sentences: Sequence[tuple[Sequence[int], Sequence[int]]], chunk: int = 4096
-) -> list[Configuration]:
-    """Parse (word ids, tag ids) pairs (each with ROOT first and NULL last) greedily, all sentences
-    in one batch per transition step; illegal transitions are masked. Returns final configurations."""
-    device = next(model.parameters()).device
-    L = model.n_labels
-    configs = [Configuration(len(w) - 2) for w, _ in sentences]
-    active = [j for j, c in enumerate(configs) if not c.terminal()]
-    while active:
-        for start in range(0, len(active), chunk):
-            part = active[start : start + chunk]
-            feats = torch.tensor(
-                [configs[j].features(*sentences[j], model.labeled) for j in part],
-                dtype=torch.int64,
-                device=device,
-            )
-            # A diverged model's NaN/inf scores must still yield a legal transition.
-            logits = torch.nan_to_num(model(feats).float(), nan=-1e30, posinf=1e30, neginf=-1e30)
-            legal = torch.tensor(
-                [configs[j].legal() for j in part], dtype=torch.bool, device=device
-            )
-            mask = torch.cat(
-                [legal[:, :1], legal[:, 1:2].expand(-1, L), legal[:, 2:].expand(-1, L)], dim=1
-            )
-            best = logits.masked_fill(~mask, float("-inf")).argmax(1).tolist()
-            for j, t in zip(part, best):
-                configs[j].apply(t, L)
-        active = [j for j in active if not configs[j].terminal()]
-    return configs

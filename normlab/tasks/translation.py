@@ -5,11 +5,7 @@ Training follows fairseq's IWSLT recipe: token-budget batches of length-bucketed
 throughput in target tokens. Validation gives the label-smoothed loss (what fairseq selects
 ``checkpoint_best`` on), the NLL and perplexity, and greedy BLEU when ``eval.valid_bleu`` is set.
 The test decodes the best checkpoint (``eval.beam``: 5 at paper scale, greedy at mini), writes the
-hypotheses to the run directory and reports
-- ``bleu``: sacreBLEU with ``tokenize="none"`` on the tokenized (for IWSLT14 lowercased) references,
-  which is what fairseq's ``generate.py --remove-bpe`` BLEU measures;
-- ``sacrebleu``: sacreBLEU (13a) on Moses-detokenized hypotheses and references; the releases
-  carry tokenized references only, so these are detokenized too. Both signatures are reported.
+hypotheses to the run directory and reports BLEU tokenized (fairseq's) and detokenized (bleu.py).
 """
 
 from __future__ import annotations
@@ -31,8 +27,9 @@ from ..data.batching import (
     token_batches,
 )
 from ..data.bpe import remove_bpe
+from ..data.parallel import EOS
 from ..data.subset import check_cap
-from ..data.translation import EOS, load_corpus
+from ..data.translation import load_corpus
 from ..errors import ConfigError, DataError
 from ..files import atomic_write_bytes
 from ..models.search import SearchConfig, decode
@@ -40,6 +37,7 @@ from ..models.spec import spec
 from ..models.transformer import TransformerConfig
 from ..progress import bar
 from .base import Task
+from .bleu import score_both, tokenized_bleu
 from .registry import register_task
 
 MODEL_KEYS = (
@@ -48,32 +46,6 @@ MODEL_KEYS = (
     "decoder_layers",
     "max_positions",
 )
-
-
-def tokenized_bleu(hyps: list[str], refs: list[str], lowercase: bool = False):
-    """(score, signature) of BLEU on already-tokenized text: fairseq-comparable."""
-    import sacrebleu  # here: every job imports this module, few of them score BLEU (~35 ms)
-
-    bleu = sacrebleu.metrics.BLEU(tokenize="none", lowercase=lowercase, force=True)
-    return bleu.corpus_score(hyps, [refs]), str(bleu.get_signature())
-
-
-def detokenize(lines: list[str], lang: str) -> list[str]:
-    """Moses detokenization (also unescapes the tokenizer's &apos; &quot; ...)."""
-    try:
-        from sacremoses import MosesDetokenizer
-    except ImportError:
-        raise DataError("detokenized BLEU needs sacremoses: pip install sacremoses") from None
-    md = MosesDetokenizer(lang=lang)
-    return [md.detokenize(x.split()) for x in lines]
-
-
-def detok_bleu(hyps: list[str], refs: list[str], lowercase: bool = False):
-    """(score, signature) of sacreBLEU's standard 13a BLEU on detokenized text."""
-    import sacrebleu
-
-    bleu = sacrebleu.metrics.BLEU(lowercase=lowercase)
-    return bleu.corpus_score(hyps, [refs]), str(bleu.get_signature())
 
 
 class TranslationTask(Task):
@@ -280,9 +252,8 @@ class TranslationTask(Task):
         if split == "valid" and self.cfg.eval.valid_bleu:
             greedy = SearchConfig(**{**vars(self._search()), "beam": 1})
             hyps = self.translate(model, "valid", greedy)
-            out["bleu"] = tokenized_bleu(hyps, self.corpus.refs["valid"], self.cfg.eval.lowercase)[
-                0
-            ].score
+            refs = self.corpus.refs["valid"]
+            out["bleu"] = tokenized_bleu(hyps, refs, self.cfg.eval.lowercase)[0].score
         return out
 
     def test(self, model, run_dir: Path):
@@ -296,24 +267,12 @@ class TranslationTask(Task):
         search = self._search()
         hyps = self.translate(model, split, search)
         seconds = time.perf_counter() - t0
-        refs, e, lang = self.corpus.refs[split], self.cfg.eval, self.cfg.data.tgt
-        tok, tok_sig = tokenized_bleu(hyps, refs, e.lowercase)
-        detok_hyps, detok_refs = detokenize(hyps, lang), detokenize(refs, lang)
-        det, det_sig = detok_bleu(detok_hyps, detok_refs, e.lowercase)
-        for kind, lines in (
-            ("hyp", hyps),
-            ("ref", refs),
-            ("hyp.detok", detok_hyps),
-            ("ref.detok", detok_refs),
-        ):
+        refs = self.corpus.refs[split]
+        scored = score_both(hyps, refs, self.cfg.data.tgt, self.cfg.eval.lowercase)
+        for kind, lines in scored.pop("lines").items():
             atomic_write_bytes(out_dir / f"{split}.{kind}.txt", ("\n".join(lines) + "\n").encode())
         return {
-            "bleu": tok.score,
-            "bleu_signature": tok_sig,
-            "sacrebleu": det.score,
-            "sacrebleu_signature": f"{det_sig} (references Moses-detokenized)",
-            "bleu_precisions": "/".join(f"{p:.1f}" for p in tok.precisions),
-            "bleu_bp": round(tok.bp, 4),
+            **scored,
             "decode": f"beam={search.beam} lenpen={search.lenpen} max_len=min({search.max_len_a}*src+"
             f"{search.max_len_b}, {search.max_len})",
             "decode_s": round(seconds, 2),
