@@ -27,17 +27,16 @@ fi
 stage=$(dirname "$res")/staging/$name
 snap=$(mktemp -d)
 trap 'rm -rf "$snap"' EXIT
+# the study, scale, family membership and family folders of $res (a folder of no declared study: exit)
+read -r _ scale member family < <("$py" scripts/study_of_folder.py "$res") || exit 1
 git add -A -- "$res/runs" $(ls "$res/reproduce.json" 2>/dev/null)
 if [[ -e $stage ]] || git ls-files --error-unmatch "$stage" > /dev/null 2>&1; then git add -A -- "$stage"; fi
 # report FOLDER OUT: the folder's tables from its indexed copies, written into OUT
 report() {
-  local folder=$1 out=$2 base rc=0
-  base=$(basename "$folder")
+  local folder=$1 out=$2 rc=0 study scale
   mkdir -p "$out"
   git archive "$(git write-tree)":"$folder" | tar -x -C "$out"
-  local study=fixed scale=$base
-  if [[ $base == *-tuned ]]; then study=tuned; scale=${base%-tuned}; fi
-  if [[ $base == *-enwik8-prenorm ]]; then study=prenorm; scale=${base%-enwik8-prenorm}; fi
+  read -r study scale _ < <("$py" scripts/study_of_folder.py "$folder")
   "$py" -m normlab.campaigns.xu2019 --study "$study" --scale "$scale" --report-only --out "$out" --record-out "$folder" > "$out.log" 2>&1 || rc=$?
   tail -1 "$out.log"; rm -f "$out.log"
   return $rc
@@ -46,12 +45,12 @@ if ! report "$res" "$snap/main"; then echo "the report failed; nothing committed
 (cd "$snap/main" && find . -type f) | while read -r f; do
   mkdir -p "$res/$(dirname "$f")" && cp "$snap/main/$f" "$res/$f" && git add "$res/$f"
 done
-# Every study of the scale is corrected over one family of tests (normlab/configs/study/claims.yaml),
-# so the other studies' findings change with this folder's runs: their tables are re-written too
-# (from their own committed copies, which stay as they are), and the generated results sections of the README and docs/results.md.
-scale=$name; scale=${scale%-tuned}; scale=${scale%-enwik8-prenorm}
-for other in "results/$scale" "results/$scale-tuned" "results/$scale-enwik8-prenorm"; do
-  [[ $other == "$res" || ! -d $other/runs ]] && continue
+# The studies of claims.yaml's family are corrected over one family of tests, so when this folder
+# is one of them the others' findings change with its runs: their tables are re-written too (from
+# their own committed copies, which stay as they are), and the generated results sections of the
+# README and docs/results.md. A folder outside the family (the placement study's) changes none.
+for other in $family; do
+  [[ $member == 1 && $other != "$res" && -d $other/runs ]] || continue
   if ! report "$other" "$snap/other"; then echo "the report of $other failed; nothing committed" >&2; exit 1; fi
   (cd "$snap/other" && find . -type f -not -path './runs/*') | while read -r f; do
     mkdir -p "$other/$(dirname "$f")" && cp "$snap/other/$f" "$other/$f" && git add "$other/$f"

@@ -139,3 +139,30 @@ def test_staged_copies_are_committed_as_they_come_and_nothing_new_is_not_an_erro
         ["bash", "scripts/commit_results.sh", "results/staging/smoke", "slice 1 again"], clone, env
     )
     assert again.returncode == 0 and "nothing new in results/staging/smoke" in again.stdout
+
+
+def test_the_study_of_a_results_folder_comes_from_its_name_and_only_the_familys_folders_join():
+    """commit_results.sh reports a folder as the study its name declares: results/mini-placement
+    is the placement study at mini, outside the family of tests (the others' tables stay), not the
+    fixed study at a scale "mini-placement"; a folder of no declared study is refused."""
+
+    def where(folder):
+        return subprocess.run(
+            [sys.executable, "scripts/study_of_folder.py", folder],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    family = "results/mini results/mini-tuned results/mini-enwik8-prenorm"
+    assert (
+        where("results/mini-placement").stdout.split()
+        == ["placement", "mini", "0"] + family.split()
+    )
+    assert where("results/mini-tuned").stdout.split()[:3] == ["tuned", "mini", "1"]
+    assert where("results/smoke").stdout.split()[:3] == ["fixed", "smoke", "1"]
+    bad = where("results/my-sweep")
+    assert (
+        bad.returncode == 2 and "results/my-sweep: no declared study's results folder" in bad.stderr
+    )

@@ -132,8 +132,14 @@ def test_the_report_of_each_folder_says_which_family_it_is(tmp_path):
     assert locate(res / "mini") == ("fixed", "mini")
     assert locate(res / "mini-tuned") == ("tuned", "mini")
     assert locate(res / "mini-enwik8-prenorm") == ("prenorm", "mini")
+    assert locate(res / "mini-placement") == ("placement", "mini")
     assert locate(tmp_path / "mini") is None
-    for d, folder in (("a", "mini"), ("b", "mini-enwik8-prenorm")):
+    # a folder of no declared study's name is no member, whatever its suffix
+    assert locate(res / "my-sweep") is None and locate(res / "mine-tuned") is None
+    for seed, noise in zip((2, 3, 4), (0.1, -0.2, 0.15)):
+        make_run(res / "mini-placement" / "runs", "rt", "adanorm", seed, 81.0 + noise)
+        make_run(res / "mini-placement" / "runs", "rt", "layernorm", seed, 80.0 - noise)
+    for d, folder in (("a", "mini"), ("b", "mini-enwik8-prenorm"), ("c", "mini-placement")):
         write_report(
             find_runs([res / folder / "runs"]), tmp_path / d, figures=False, member=res / folder
         )
@@ -141,6 +147,9 @@ def test_the_report_of_each_folder_says_which_family_it_is(tmp_path):
     fam_b = (tmp_path / "b" / "family.md").read_text()
     assert "| fixed | primary (declared) | 1 | 1 | 0 | 1 |" in fam_a
     assert "| prenorm | secondary (exploratory) | 1 | 1 | 0 | – |" in fam_b
+    # the placement study is secondary too, not the fixed study at a scale "mini-placement"
+    fam_c = (tmp_path / "c" / "family.md").read_text()
+    assert "| placement | secondary (exploratory) | 1 | 1 | 0 | – |" in fam_c
     row_b = next(
         r
         for r in (tmp_path / "b" / "findings.md").read_text().splitlines()

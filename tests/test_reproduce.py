@@ -360,3 +360,24 @@ def test_committed_results_name_their_own_folder(res):
     assert "/tmp/tmp" not in readme
     if "normlab-report" in readme:
         assert f"normlab-report {name}/runs" in readme
+
+
+def test_a_folders_readme_names_the_evaluation_seeds_its_study_ran(tmp_path):
+    """The placement study runs seeds 2-4 of the declared evaluation seeds 2-6: its README says 2-4."""
+    from normlab.campaigns.xu2019.folder_readme import readme
+
+    roles_ = {"evaluation": [2, 3, 4, 5, 6], "selection": [1]}
+    rec = {
+        "grid": {"study": "placement", "scale": "mini", "seeds": [2, 3, 4], "seed_roles": roles_},
+        "make": "make reproduce-placement",
+        "git_commit": "e" * 40,
+        "git_dirty": False,
+        "run_git_commits": {},
+        "report": {},
+        "runs": {"completed": 9},
+        "runs_wall_time_s": 0.0,
+    }
+    text = readme(rec, tmp_path)
+    assert "selection [1] (they chose" in text and "evaluation [2, 3, 4] (normlab" in text
+    rec["grid"]["seeds"] = [1, 2, 3, 4, 5, 6]  # the tuned study's: seed 1 is the selection seed
+    assert "evaluation [2, 3, 4, 5, 6] (normlab" in readme(rec, tmp_path)

@@ -13,11 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
+from ...config_keys import CONFIGS
 from ...report.claims import settings
 from ...report.family import Family, sign_tests
 from ...report.family import apply as _apply
 from ...report.tables import Table
 from .findings import CLAIMS, Finding, look_sizes
+from .studies import STUDIES
 
 __all__ = ["Family", "apply", "build", "family_sentence", "family_table", "sign_tests"]
 
@@ -34,18 +36,21 @@ def folders(scale: str) -> dict[str, str]:
 
 
 def locate(folder: Path) -> Optional[tuple[str, str]]:
-    """(study, scale) of a results folder the claims file declares, from its name; None otherwise.
-    The longest template suffix is tried first: results/mini-tuned is the tuned study at mini, not
-    the fixed one at scale "mini-tuned"."""
+    """(study, scale) of a declared study's results folder (studies.py's ``out``, under the folder
+    claims.yaml's family lives in), from its name; None otherwise. The longest suffix is tried
+    first: results/mini-tuned is the tuned study at mini, not the fixed one at scale "mini-tuned",
+    and results/mini-placement the placement study. The scale must be one normlab/configs/scale
+    declares: a user's results/my-sweep is no declared study."""
     folder = Path(folder)
+    parent = Path(settings()["family"][settings()["primary"]]).parent.name
+    if folder.absolute().parent.name != parent:
+        return None
     name = folder.name
-    templates = sorted(settings()["family"].items(), key=lambda kv: -len(kv[1]))
-    for study, t in templates:
-        head, _, tail = Path(t).name.partition("{scale}")
-        if Path(t).parent.name != folder.absolute().parent.name:
-            continue
-        if name.startswith(head) and name.endswith(tail) and len(name) > len(head) + len(tail):
-            return study, name[len(head) : len(name) - len(tail)]
+    for study, spec in sorted(STUDIES.items(), key=lambda kv: -len(kv[1]["out"])):
+        head, _, tail = spec["out"].partition("{scale}")
+        scale = name[len(head) : len(name) - len(tail)]
+        if name.startswith(head) and name.endswith(tail) and scale:
+            return (study, scale) if (CONFIGS / "scale" / f"{scale}.yaml").is_file() else None
     return None
 
 

@@ -64,6 +64,10 @@ def readme(rec: dict, out: Path, shown: Optional[str] = None) -> str:
     r = rec.get("report") or {}
     study = STUDIES.get(rec["grid"].get("study", "fixed"), {})
     roles_ = rec["grid"].get("seed_roles") or {}
+    # the study's own evaluation seeds (the placement study runs 2-4 of the declared 2-6)
+    evaluation = [
+        s for s in rec["grid"].get("seeds") or [] if s in (roles_.get("evaluation") or [])
+    ]
     lines = [
         f"# Results: scale {rec['grid']['scale']}"
         + (f", {study['title']}" if study.get("title") else ""),
@@ -72,7 +76,7 @@ def readme(rec: dict, out: Path, shown: Optional[str] = None) -> str:
         *(
             [
                 f"- Seeds: selection {roles_.get('selection')} (they chose the presets and the lrs; their runs are in "
-                f"no table), evaluation {roles_.get('evaluation')} (normlab/configs/study/seeds.yaml)"
+                f"no table), evaluation {evaluation or roles_.get('evaluation')} (normlab/configs/study/seeds.yaml)"
             ]
             if roles_
             else []
