@@ -98,3 +98,30 @@ def test_the_readmes_timings_are_the_measured_ones():
     bench = (REPO / "results" / "bench" / "startup.md").read_text()
     first = re.search(r"\| `normlab-train to its first step` \| ([\d.]+) \|", bench).group(1)
     assert f"its first training step {first} s after launch" in readme
+
+
+@pytest.mark.skipif(not HAS_RESULTS, reason="no committed results/mini tables")
+def test_a_committed_study_outside_the_family_joins_the_results_as_exploratory(tmp_path):
+    """The placement study is no member of the family of tests; once its folder is committed its
+    provenance and claim rows join the generated results, and before that nothing names it."""
+    from normlab.campaigns.xu2019.readme import section
+
+    for folder in ("mini", "mini-tuned", "mini-enwik8-prenorm"):
+        shutil.copytree(
+            REPO / "results" / folder,
+            tmp_path / "results" / folder,
+            ignore=shutil.ignore_patterns("runs", "figures"),
+        )
+    before = section(tmp_path)
+    assert "mini-placement" not in before
+    # a placement folder with the pre-norm study's rows and record stands in for the real one
+    place = tmp_path / "results" / "mini-placement"
+    shutil.copytree(tmp_path / "results" / "mini-enwik8-prenorm", place)
+    after = section(tmp_path)
+    assert "- `results/mini-placement`: " in after
+    rows = [x for x in after.splitlines() if x.startswith("| results/mini-placement | ")]
+    prenorm = [x for x in after.splitlines() if x.startswith("| results/mini-enwik8-prenorm | ")]
+    assert len(rows) == len(prenorm) > 0
+    assert "`results/mini-placement` " in section(tmp_path, full=False)
+    # nothing else moved: the family's lines are as they were
+    assert [x for x in after.splitlines() if "mini-placement" not in x] == before.splitlines()
