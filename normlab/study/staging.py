@@ -4,8 +4,8 @@ While a study trains (over several slices, each committing what finished), its r
 ``results/staging/<folder>/runs``, which no committed-tables check reads. Once every job of the
 study is finished, ``promote`` replaces the reported copies in ``results/<folder>/runs`` (every
 copy but the selection runs still at their task's preset) with the staged ones in one step; the
-old copies stay in git history. All staged studies share one commit, so the studies that share runs (the tuned grid and
-the fixed grid's preset-lr runs) come from the same code.
+old copies stay in git history. All staged studies share one commit, so the studies that share
+runs (the tuned grid and the fixed grid's preset-lr runs) come from the same code.
 """
 
 from __future__ import annotations
@@ -188,8 +188,9 @@ def promote(
     stage, runs = staging_dir(out), Path(out) / "runs"
     removed = 0
     for r in find_runs([runs]) if runs.exists() else []:
-        kept = role_of(r.summary) == SELECTION and at_preset(r.path, r.task)
-        if not kept and (tasks is None or r.task in tasks):
+        if tasks is not None and r.task not in tasks:
+            continue
+        if not (role_of(r.summary) == SELECTION and at_preset(r.path, r.task)):
             shutil.rmtree(r.path)
             removed += 1
     added = 0
