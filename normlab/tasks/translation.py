@@ -286,8 +286,7 @@ IWSLT14_HOW = (
 )
 IWSLT15_HOW = (
     "Fetch it with `python scripts/prepare_iwslt15.py --out <data_dir>/iwslt15_en_vi` (the Stanford "
-    "NMT release; add --from DIR to use a downloaded copy; normlab-data fetch iwslt15_en_vi prints "
-    "it)."
+    "NMT release; --from DIR uses a downloaded copy; normlab-data fetch iwslt15_en_vi prints it)."
 )
 
 

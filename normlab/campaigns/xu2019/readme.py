@@ -28,9 +28,7 @@ STUDIES = tuple(
     (study, folder, "tuned_findings" if study == "tuned" else "findings")
     for study, folder in folders("mini").items()
 )
-FOLDERS = tuple(folder for _, folder, _ in STUDIES)
-# the declared studies outside the family (their reports are exploratory), once their folder is
-# committed: the placement study
+# the declared studies outside the family (exploratory), once their folder is committed
 OUTSIDE = (("placement", f"results/{out_folder('placement', 'mini')}", "findings"),)
 # each generated page and whether it gets the whole section or the README's short one
 PAGES = {"README.md": False, "docs/results.md": True}
@@ -45,9 +43,7 @@ class _Row(dict):
 
 def read_csv(path: Path) -> list[dict]:
     """The rows of a table's CSV (without its caption row); [] when the file is absent."""
-    if not path.exists():
-        return []
-    rows = list(csv.DictReader(path.read_text().splitlines()))
+    rows = list(csv.DictReader(path.read_text().splitlines())) if path.exists() else []
     return [r for r in rows if next(iter(r.values())) != "caption"]
 
 
@@ -90,11 +86,8 @@ def claims_table(root: Path) -> list[str]:
         "|---|---|---|---|---|---|",
     ]
     signs = {
-        (
-            r["study"],
-            r["claim"],
-        ): f"as claimed on {r['as claimed']} of {r['tasks']} tasks (two-sided p = "
-        f"{r['p (two-sided)']})"
+        (r["study"], r["claim"]): f"as claimed on {r['as claimed']} of {r['tasks']} tasks "
+        f"(two-sided p = {r['p (two-sided)']})"
         for _, folder, _ in studies(root)
         for r in read_csv(root / folder / "sign_tests.csv")
     }
@@ -171,8 +164,7 @@ def tuned_lines(root: Path) -> list[str]:
         # an own lr that is the preset (1.00x) compares the same runs: neither better nor worse
         same = [r for r in done if "(1.00×" in r["chosen lr"]]
         diffs = [r["own − fixed"] for r in done if r not in same]
-        worse = sum(d.startswith("-") for d in diffs)
-        better = sum("(better)" in d for d in diffs)
+        worse, better = sum(d.startswith("-") for d in diffs), sum("(better)" in d for d in diffs)
         pending = len(mine) - len(done)
         out.append(
             f"- {task}: the own lr's mean is better than the preset's for {better} of {len(done)} "
