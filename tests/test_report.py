@@ -457,6 +457,48 @@ def test_a_setting_several_norms_vary_is_a_column_axis_and_claims_pair_within_it
     assert "| rt | LayerNorm-simple | (default) | pre |" in settings
 
 
+def test_the_placement_studys_columns_in_the_models_order_and_its_sign_tests_over_columns(tmp_path):
+    """The placement study's axis is two keys (pre with LayerNorm scaling is a setting of its own):
+    its columns read in the models' placement order, the scaling next to pre and named after it,
+    and a sign test over one task's placements says it counts columns, not tasks."""
+    settings = [
+        {"placement": "mixln"},
+        {"placement": "pre", "layernorm_scaling": True},
+        {"placement": "deepnorm"},
+        {"placement": "post"},
+        {"placement": "peri"},
+        {"placement": "pre"},
+    ]
+    for i, setting in enumerate(settings):
+        for seed in (1, 2, 3):
+            for norm, value in (
+                ("layernorm", 70.0 + 0.1 * seed),
+                ("layernorm_simple", 70.5 + 0.13 * seed),
+            ):
+                d = make_run(tmp_path / "runs" / str(i), "rt", norm, seed, value)
+                s = json.loads((d / "summary.json").read_text())
+                (d / "summary.json").write_text(json.dumps({**s, "setting": setting}))
+    runs = find_runs([tmp_path / "runs"])
+    write_report(runs, tmp_path / "report", figures=False)
+    with open(tmp_path / "report" / "table1.csv", newline="") as f:
+        header = next(csv.reader(f))
+    assert [h.split(" [")[1].split("]")[0] for h in header if " [" in h] == [
+        "placement=post",
+        "placement=pre",
+        "placement=pre,layernorm_scaling=true",
+        "placement=peri",
+        "placement=mixln",
+        "placement=deepnorm",
+    ]
+    with open(tmp_path / "report" / "sign_tests.csv", newline="") as f:
+        signs = [r for r in csv.DictReader(f) if r["claim"].startswith("Bias and gain do not help")]
+    assert [(r["as claimed"], r["n"], r["over"]) for r in signs] == [
+        ("6", "6", "task × setting columns")
+    ]
+    text = (tmp_path / "report" / "findings.md").read_text()
+    assert "as claimed on 6 of 6 task × setting columns" in text and "of 6 tasks" not in text
+
+
 def test_a_run_with_an_unreadable_summary_is_skipped_by_name(tmp_path, capsys):
     make_run(tmp_path, "rt", "layernorm", 2, 70.0)
     bad = make_run(tmp_path, "rt", "layernorm", 3, 71.0)

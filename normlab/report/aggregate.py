@@ -14,7 +14,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .axis import axis_label, setting_rank, task_of
+from .axis import axis_label, axis_rank, major_first, setting_rank, task_of
 from .claims import not_learning
 from .norm_cards import LABELS as NORM_LABELS
 from .norm_cards import sort_key as norm_sort_key
@@ -115,13 +115,18 @@ class Grid:
     study's ``axis`` keys when it has any: normlab.report.axis) and row (norm variant)."""
 
     def __init__(self, runs: list[Run], axis: tuple[str, ...] = ()):
-        self.runs, self.axis = runs, tuple(axis)
+        # major key first: the column reads "placement=pre,layernorm_scaling=true" and sorts by it
+        self.runs, self.axis = runs, major_first(tuple(axis), (r.setting for r in runs))
         self.gated: dict[
             str, bool
         ] = {}  # column -> checked against its trivial baselines (trained.gate)
         self.multi_scale = len({r.scale for r in runs}) > 1
         self.cells: dict[tuple[str, tuple[str, str]], Cell] = {}
+        self._at: dict[str, dict] = {}  # column -> its runs' values of the axis keys
         for r in runs:
+            self._at.setdefault(
+                self.column(r), {k: r.setting[k] for k in self.axis if k in r.setting}
+            )
             self.cells.setdefault((self.column(r), variant_key(r, self.axis)), Cell()).runs.append(
                 r
             )
@@ -147,11 +152,12 @@ class Grid:
 
     @property
     def columns(self) -> list[str]:
-        cols = {c for c, _ in self.cells}
         return sorted(
-            cols,
+            {c for c, _ in self.cells},
             key=lambda c: (
                 TASK_ORDER.index(task_of(c)) if task_of(c) in TASK_ORDER else len(TASK_ORDER),
+                task_of(c),
+                axis_rank(self._at[c], self.axis),
                 c,
             ),
         )

@@ -66,6 +66,22 @@ def axis_order(key: str, values) -> list[str]:
     return sorted(values, key=lambda v: value_rank(key, v))
 
 
+def axis_rank(setting: dict, keys: tuple[str, ...]) -> tuple:
+    """A column's place among its task's: by each axis key in ``keys``' order (major first), a key
+    the run does not set (its default) before every value it is set to."""
+    return tuple(
+        (1, value_rank(k, value_text(setting[k]))) if k in setting else (0, ()) for k in keys
+    )
+
+
+def major_first(axis: tuple[str, ...], settings: Iterable[dict]) -> tuple[str, ...]:
+    """The axis keys, the one with the most values first: the placement (six) before the LayerNorm
+    scaling that one placement adds, so pre + scaling sorts next to pre, not before post."""
+    settings = list(settings)
+    count = {k: len({value_text(s[k]) for s in settings if k in s}) for k in axis}
+    return tuple(sorted(axis, key=lambda k: (-count[k], k)))
+
+
 def setting_rank(setting: dict) -> tuple:
     """A setting's place among its norm's settings: the default ({}) first, then by each key's
     values in their natural order (lr 1e-4 before 1e-3, placement post before pre)."""

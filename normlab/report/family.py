@@ -9,9 +9,13 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from . import stats as S
+from .axis import task_of
 from .claims import futility, settings
 from .sequential import resolve_chance
 from .verdicts import Finding
+
+# what a sign test counts in a study with an axis: a task at one value of it
+COLUMNS = "task × setting columns"
 
 
 @dataclass
@@ -38,6 +42,9 @@ def sign_tests(fs: list[Finding], order: Sequence[str] = ()) -> dict[str, dict]:
         mine = [f for f in fs if f.claim.key == key]
         res = S.sign_test([f.diff for f in mine if f.diff is not None and not f.decided])
         res["skipped"] = sum(f.diff is None or bool(f.decided) for f in mine)
+        # a study's axis makes a task several columns (enwik8 [placement=pre]): they share data,
+        # so the test runs over columns, which are not independent tasks, and says so
+        res["over"] = "tasks" if all(f.column == task_of(f.column) for f in mine) else COLUMNS
         out[key] = res
     return out
 

@@ -165,7 +165,9 @@ def figure(
                 ax.set_yscale("symlog", linthresh=panel.linthresh)
             elif panel.log and ax.has_data():
                 ax.set_yscale("log")
-            ax.set_title(f"{c}: {panel.title}", fontsize=9)
+            # an axis column's name is long: its setting on a line of its own keeps titles apart
+            name = c.replace(" [", "\n[") if len(c) > 30 else c
+            ax.set_title(f"{name}: {panel.title}", fontsize=9)
             ax.set_xlabel(X_LABEL, fontsize=8)
             ax.set_ylabel(panel.ylabel, fontsize=8)
             ax.tick_params(labelsize=7, which="both")

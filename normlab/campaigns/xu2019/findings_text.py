@@ -7,8 +7,10 @@ from __future__ import annotations
 from typing import Optional
 
 from ...report.aggregate import Grid, data_sentence
+from ...report.axis import task_of
 from ...report.claim_cells import head, num, p_text
 from ...report.claims import futility, margins_sentence, settings
+from ...report.family import COLUMNS
 from ...report.tables import Table
 from .family import Family, family_sentence
 from .findings import AGAINST, CLAIMS, SUPPORTS, UNTESTED, Finding, look_sizes
@@ -109,7 +111,7 @@ def findings_table(grid: Grid, fs: list[Finding], fam: Family, study: str = "thi
     if fam.signs:
         text = {c.key: c.text.split(":")[0] for c in CLAIMS}
         t.caption += (
-            " Across tasks (two-sided sign tests, exploratory; sign_tests table): "
+            f" Across {across(fam)} (two-sided sign tests, exploratory; sign_tests table): "
             + "; ".join(f"{text[k]}: {sign_sentence(r)}" for k, r in fam.signs.items())
             + "."
         )
@@ -135,6 +137,11 @@ def resolves(f) -> Optional[bool]:
     return f.mde <= f.margin
 
 
+def units(mine: list) -> str:
+    """What a claim's rows are: tasks, or the columns a study's axis makes of them."""
+    return "tasks" if all(f.column == task_of(f.column) for f in mine) else COLUMNS
+
+
 def resolution(mine: list[Finding]) -> str:
     rows = [f for f in mine if resolves(f) is not None]
     if not rows:
@@ -142,7 +149,7 @@ def resolution(mine: list[Finding]) -> str:
     ok = [f.column for f in rows if resolves(f)]
     mdes = ", ".join(f"{f.column} {num(f.mde, f.unit)} (±{f.margin:g})" for f in rows)
     return (
-        f"resolves an effect of its margin's size on {len(ok)} of {len(rows)} tasks"
+        f"resolves an effect of its margin's size on {len(ok)} of {len(rows)} {units(rows)}"
         + (f" ({', '.join(ok)})" if ok else "")
         + f"; MDE (margin): {mdes}"
     )
@@ -153,13 +160,13 @@ def outcome(mine: list, kind: str = "holm") -> str:
     counts (the verdicts already carry the claim's form)."""
     verdicts = [v for f in mine if (v := f.verdict(kind)) not in UNTESTED]
     if not verdicts:
-        return f"no tested task ({len(mine)} untested)"
+        return f"no tested {units(mine)[:-1]} ({len(mine)} untested)"
     support = sum(v.split(" (")[0] in SUPPORTS for v in verdicts)
     against = sum(v.split(" (")[0] in AGAINST for v in verdicts)
     equal = sum(v.split(" (")[0] == "equivalent" for v in verdicts)
     return (
         f"supported on {support}, refuted on {against}, equivalent on {equal}, unresolved on "
-        f"{len(verdicts) - support - against - equal} of {len(verdicts)} tested tasks"
+        f"{len(verdicts) - support - against - equal} of {len(verdicts)} tested {units(mine)}"
     )
 
 
@@ -175,12 +182,18 @@ def _stopped(mine: list[Finding]) -> str:
 
 
 def sign_sentence(res: Optional[dict]) -> str:
+    over = (res or {}).get("over", "tasks")
     if not res or not res["n"]:
-        return "sign test: no tasks with a mean difference"
+        return f"sign test: no {over} with a mean difference"
     return (
-        f"as claimed on {res['wins']} of {res['n']} tasks (sign test, two-sided p = "
+        f"as claimed on {res['wins']} of {res['n']} {over} (sign test, two-sided p = "
         f"{p_text(res['p'])}, exploratory)"
     )
+
+
+def across(fam: Family) -> str:
+    """ "tasks", or the columns a study's axis makes of its tasks (not independent units)."""
+    return COLUMNS if any(r.get("over") == COLUMNS for r in fam.signs.values()) else "tasks"
 
 
 def summary_lines(fs: list[Finding], fam: Family, study: str) -> list[str]:
@@ -200,7 +213,7 @@ def summary_lines(fs: list[Finding], fam: Family, study: str) -> list[str]:
             continue
         lines.append(
             f"- {claim.text} [the paper's {claim.source}]: {how}, {outcome(mine)} ({_counts(mine, 'holm')}). "
-            f"Uncorrected: {_counts(mine, 'raw')}. Across tasks: "
+            f"Uncorrected: {_counts(mine, 'raw')}. Across {across(fam)}: "
             f"{sign_sentence(fam.signs.get(claim.key))}. The design {resolution(mine)}."
             + _stopped(mine)
         )
@@ -208,12 +221,13 @@ def summary_lines(fs: list[Finding], fam: Family, study: str) -> list[str]:
 
 
 def sign_table(fam: Family, data: str = "") -> Table:
-    """Per claim: on how many tasks the mean difference went the claimed way (exploratory)."""
+    """Per claim: on how many tasks (or a study's task × setting columns) the mean difference went
+    the claimed way (exploratory)."""
     text = {c.key: c.text for c in CLAIMS}
     t = Table(
         "sign_tests",
-        "Across tasks: sign tests of every claim (exploratory)",
-        ["study", "claim", "as claimed", "tasks", "skipped", "p (two-sided)"],
+        f"Across {across(fam)}: sign tests of every claim (exploratory)",
+        ["study", "claim", "as claimed", "n", "over", "skipped", "p (two-sided)"],
     )
     for key, res in fam.signs.items():
         t.rows.append(
@@ -222,14 +236,21 @@ def sign_table(fam: Family, data: str = "") -> Table:
                 text[key],
                 str(res["wins"]),
                 str(res["n"]),
+                res.get("over", "tasks"),
                 str(res.get("skipped", 0)),
                 p_text(res["p"]),
             ]
         )
     t.caption = (
-        "Exact binomial sign test over tasks of each claim's mean per-seed difference (positive = as "
-        "claimed; ties and untested rows are left out, 'skipped'), two-sided. Secondary: not in the "
-        "primary family, not adjusted, exploratory."
+        f"Exact binomial sign test over {across(fam)} of each claim's mean per-seed difference "
+        "(positive = as claimed; ties and untested rows are left out, 'skipped'), two-sided."
+        + (
+            " A task at each setting of the study's axis is a column of its own: the columns of "
+            "one task share its data, so they are not independent units as tasks are."
+            if across(fam) == COLUMNS
+            else ""
+        )
+        + " Secondary: not in the primary family, not adjusted, exploratory."
     )
     t.notes = [data] if data else []
     return t

@@ -40,6 +40,8 @@ class _Row(dict):
     def verdict(self, kind: str = "holm") -> str:
         return self[{"holm": "verdict", "raw": "uncorrected"}[kind]]
 
+    column = property(lambda self: self["task"])
+
 
 def read_csv(path: Path) -> list[dict]:
     """The rows of a table's CSV (without its caption row); [] when the file is absent."""
@@ -86,7 +88,7 @@ def claims_table(root: Path) -> list[str]:
         "|---|---|---|---|---|---|",
     ]
     signs = {
-        (r["study"], r["claim"]): f"as claimed on {r['as claimed']} of {r['tasks']} tasks "
+        (r["study"], r["claim"]): f"as claimed on {r['as claimed']} of {r['n']} {r['over']} "
         f"(two-sided p = {r['p (two-sided)']})"
         for _, folder, _ in studies(root)
         for r in read_csv(root / folder / "sign_tests.csv")
