@@ -200,3 +200,23 @@ def test_translation_copy_source_bleu_against_the_files(data_dir, tmp_path):
     assert round(copy["test"], 2) == 1.05  # the level a model that only copies reaches
     assert level(1.2, res["rows"], True, tol=trained_margin("bleu")) == "at the copy-source level"
     assert level(3.2, res["rows"], True) == "better than the copy-source level"
+
+
+def test_a_level_sentence_names_a_lone_norm_and_gives_a_range_only_for_several():
+    from types import SimpleNamespace
+
+    from normlab.report.baselines import level_sentences
+
+    def grid(means):
+        return SimpleNamespace(
+            variants=lambda: list(means),
+            cell=lambda c, v: SimpleNamespace(mean=means[v]),
+            label=lambda v: v,
+            metric=lambda c: ("bpc", False),
+        )
+
+    base = {"enwik8": {"metric": "bpc", "rows": {"unigram (train)": {"test": 5.5}}}}
+    (one,) = level_sentences(grid({"LayerNorm": 2.6}), base)
+    assert one.endswith("): better than the unigram level: LayerNorm (2.600).")
+    (two,) = level_sentences(grid({"LayerNorm": 2.6, "RMSNorm": 2.7}), base)
+    assert two.endswith("): every norm (2) is better than the unigram level (2.600–2.700).")

@@ -87,7 +87,8 @@ def level_sentences(grid, base: dict[str, dict]) -> list[str]:
             else f"{name.split(' (')[0]} {r['test']:.2f}"
             for name, r in b["rows"].items()
         )
-        if len(groups) == 1:  # one level for every norm: say so, with the range, not nine names
+        if len(groups) == 1 and len(next(iter(groups.values()))) > 1:
+            # one level for every norm: say so, with the range, not nine names
             ((where, names),) = groups.items()
             vals = sorted((n.rsplit("(", 1)[1].rstrip(")") for n in names), key=float)
             body = f"every norm ({len(names)}) is {where} ({vals[0]}–{vals[-1]})"
