@@ -27,7 +27,7 @@ from typing import Optional
 
 from ...commands import version_text
 from .paper_tables import TABLES
-from .wandb_runs import PAPER_TASKS, comparison, dashboard, logged
+from .wandb_runs import PAPER_TASKS, comparison, dashboard, logged, outline
 
 TEST_COLUMNS = [
     "summary:test/acc",
@@ -219,19 +219,6 @@ def build_report(
         for t in tasks
     ]
     return dashboard(wr, entity, project, blocks)
-
-
-def outline(report) -> list[str]:
-    """One line per block: headings and, for panel grids, their run set and panel titles."""
-    lines = []
-    for b in report.blocks:
-        if hasattr(b, "panels"):
-            rs = b.runsets[0]
-            lines.append(f"  grid [{rs.name}] filters: {rs.filters}")
-            lines += [f"    - {type(p).__name__}: {getattr(p, 'title', '')}" for p in b.panels]
-        elif type(b).__name__ in ("H1", "H2", "H3"):
-            lines.append(f"{type(b).__name__}: {b.text}")
-    return lines
 
 
 def main(argv=None) -> int:

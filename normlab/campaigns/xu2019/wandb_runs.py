@@ -1,5 +1,6 @@
 """What the dashboard's run sets show for a user's runs: the group, tasks and norms local run
-directories logged, and the section with every norm per task (test metric, loss curves)."""
+directories logged, the section with every norm per task (test metric, loss curves), and a
+report's outline for --dry-run."""
 
 from __future__ import annotations
 
@@ -69,3 +70,16 @@ def comparison(wr, runset, loss_plot, norms: Optional[list[str]], tasks: list[st
             )
         )
     return blocks
+
+
+def outline(report) -> list[str]:
+    """One line per block: headings and, for panel grids, their run set and panel titles."""
+    lines = []
+    for b in report.blocks:
+        if hasattr(b, "panels"):
+            rs = b.runsets[0]
+            lines.append(f"  grid [{rs.name}] filters: {rs.filters}")
+            lines += [f"    - {type(p).__name__}: {getattr(p, 'title', '')}" for p in b.panels]
+        elif type(b).__name__ in ("H1", "H2", "H3"):
+            lines.append(f"{type(b).__name__}: {b.text}")
+    return lines
