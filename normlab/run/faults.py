@@ -3,6 +3,8 @@ named points of the training loop, so the failure and resume paths are tested fo
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 from typing import Optional
 
@@ -33,3 +35,16 @@ def parse_faults(spec: Optional[str], run_dir: Path) -> dict:
         if not match or match[0] in str(run_dir):
             faults[point] = (action, int(step))
     return faults
+
+
+def fire(faults: dict, point: str, step: int, loss=None):
+    """The fault ``faults`` holds for ``point`` at ``step``, if any: SIGKILL, InjectedFault, or the
+    loss made NaN (returned; ``loss`` unchanged otherwise)."""
+    action, at = faults.get(point, (None, -1))
+    if step != at:
+        return loss
+    if action == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if action == "raise":
+        raise InjectedFault(f"NORMLAB_FAULT: injected failure at {point} of step {step}")
+    return loss * float("nan") if loss is not None else loss

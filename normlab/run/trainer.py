@@ -33,13 +33,10 @@ from ..schema import default
 from ..tasks.base import Task, to_device
 from . import accel, distributed
 from .checkpointing import CheckpointMixin
-from .faults import InjectedFault, parse_faults  # noqa: F401  (InjectedFault: re-exported)
+from .faults import InjectedFault, fire, parse_faults  # noqa: F401  (InjectedFault: re-exported)
 from .schedule import build_optimizer, build_scheduler
 from .stopsignals import StopSignals, status_of
-
-
-class Diverged(RuntimeError):
-    """The training loss became NaN/inf or passed task.train.diverge_loss."""
+from .window import Diverged, TrainWindow  # noqa: F401  (Diverged: re-exported)
 
 
 class Preempted(RuntimeError):
@@ -66,7 +63,7 @@ class State:
     stopped_early: bool = False
 
 
-class Trainer(CheckpointMixin):
+class Trainer(CheckpointMixin, TrainWindow):
     def __init__(
         self,
         task: Task,
@@ -107,7 +104,7 @@ class Trainer(CheckpointMixin):
         self.ckpt = Checkpoints(run_dir)
         self.faults = parse_faults(os.environ.get("NORMLAB_FAULT"), run_dir)
         if "save" in self.faults:
-            self.ckpt.before_replace = lambda: self._fault("save", self.state.step)
+            self.ckpt.before_replace = lambda: fire(self.faults, "save", self.state.step)
         self._epoch0 = task.train_batches(0, seed)  # counted here, trained on by fit()
         self.batches_per_epoch = len(self._epoch0)
         if self.batches_per_epoch == 0:
@@ -130,16 +127,6 @@ class Trainer(CheckpointMixin):
         self.stop = StopSignals(announce=self.dist.main)
         self._synced_once = False
 
-    def _fault(self, point: str, step: int, loss: Optional[torch.Tensor] = None):
-        action, at = self.faults.get(point, (None, -1))
-        if step != at:
-            return loss
-        if action == "kill":
-            os.kill(os.getpid(), signal.SIGKILL)
-        if action == "raise":
-            raise InjectedFault(f"NORMLAB_FAULT: injected failure at {point} of step {step}")
-        return loss * float("nan") if loss is not None else loss
-
     # --- evaluation --------------------------------------------------------------------------
     def _score(self, metrics: dict) -> float:
         if self.t.select == "loss":
@@ -161,7 +148,7 @@ class Trainer(CheckpointMixin):
         st.last_valid = metrics
         self.logger.log({"epoch": st.epoch, "split": "valid", **metrics}, st.step)
         if self.faults:
-            self._fault("eval", st.step)
+            fire(self.faults, "eval", st.step)
         score = self._score(metrics)
         if st.best is None or score > st.best:
             st.best, st.best_step, st.bad_evals = score, st.step, 0
@@ -173,39 +160,6 @@ class Trainer(CheckpointMixin):
                 st.stopped_early = True
 
     # --- training ----------------------------------------------------------------------------
-    def _check_window(self) -> None:
-        """Lean loop: read the open window's device-side loss (one host sync) and stop on NaN/inf
-        or a mean above diverge_loss, before anything is logged or checkpointed."""
-        st, w = self.state, self.state.window
-        if not (torch.is_tensor(w["loss"]) or torch.is_tensor(w["units"])):
-            return
-        w["loss"], w["units"] = float(w["loss"]), int(w["units"])
-        value = w["loss"] / max(w["units"], 1)
-        if not math.isfinite(value) or value > self.t.diverge_loss:
-            raise Diverged(
-                f"mean training loss {value} over steps {st.step - w['steps'] + 1}-{st.step} "
-                f"(task.train.diverge_loss={self.t.diverge_loss}; checked at logging steps on CUDA)"
-            )
-
-    def _log_train(self, extra: dict) -> None:
-        st, w = self.state, self.state.window
-        if not w["steps"]:
-            return
-        self._check_window()
-        st.units += w["units"]
-        rate = st.units / st.train_time if st.train_time else 0.0
-        rec = {
-            "epoch": st.epoch,
-            "split": "train",
-            "loss": w["loss"] / w["units"],
-            "lr": self.opt.param_groups[0]["lr"],
-            f"{self.task.unit}_per_s": rate,
-            **extra,
-        }
-        self.logger.log(rec, st.step)
-        self.last_loss = rec["loss"]
-        st.window = {"loss": 0.0, "units": 0, "steps": 0}
-
     def _micro(self, batch):
         """(loss, value, units, local units) of one micro-batch, its backward not yet run: value
         and units are the global mean loss and unit count in multi-process runs."""
@@ -216,7 +170,7 @@ class Trainer(CheckpointMixin):
         with accel.autocast(self.precision, self.device):
             loss, units = self.task.loss(self.forward_model, batch)
         if self.faults:
-            loss = self._fault("loss", self.state.step + 1, loss)
+            loss = fire(self.faults, "loss", self.state.step + 1, loss)
         if d.enabled:
             # The global mean decides divergence on every rank alike; the weight (world x local
             # units) makes DDP's gradient average the gradient of the window's mean loss.
@@ -248,9 +202,8 @@ class Trainer(CheckpointMixin):
                             f"training loss {value} at step {st.step + 1} (task.train.diverge_loss="
                             f"{t.diverge_loss})"
                         )
-                    if (
-                        i == 0
-                    ):  # gradients are accumulated relative to the first micro-batch's units
+                    # gradients are accumulated relative to the first micro-batch's units
+                    if i == 0:
                         ref = units * len(micro)
                         ref = ref.clamp_min(1) if torch.is_tensor(ref) else max(ref, 1)
                     if len(micro) > 1 or d.enabled:
@@ -277,7 +230,7 @@ class Trainer(CheckpointMixin):
             self.opt.step()
         self.sched.step()
         if self.faults:
-            self._fault("step", st.step + 1)
+            fire(self.faults, "step", st.step + 1)
         st.step += 1
         self._synced_once = True
         st.window["loss"] += loss_sum
@@ -340,9 +293,8 @@ class Trainer(CheckpointMixin):
                         self.evaluate()
                         self.save()
             self._log_train({})
-            if (
-                st.best is None
-            ):  # no evaluation happened yet (tiny budgets): evaluate the final model
+            # no evaluation happened yet (tiny budgets): evaluate the final model
+            if st.best is None:
                 self.evaluate()
             self.save()
         return st
