@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from . import cuda, fused, fused_elementwise
+from . import cuda, fused, fused_elementwise, fused_scalenorm
 from . import functional as F
 
 IMPLS = ("fused", "reference")
@@ -209,7 +209,7 @@ class ScaleNorm(Norm):
         return F.scalenorm(x, self.g, self.eps)
 
     def fused(self, x):
-        return fused.scalenorm(x, self.g, self.eps)
+        return fused_scalenorm.scalenorm(x, self.g, self.eps)
 
     def on_cuda(self, x):
         return cuda.scalenorm(self, x)
