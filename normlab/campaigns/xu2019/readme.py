@@ -35,7 +35,7 @@ PAGES = {"README.md": False, "docs/results.md": True}
 
 
 class _Row(dict):
-    """A findings CSV row that answers ``verdict(kind)`` like a Finding, for findings_text.outcome."""
+    """A findings CSV row that answers ``verdict(kind)`` and ``column`` as a Finding does."""
 
     def verdict(self, kind: str = "holm") -> str:
         return self[{"holm": "verdict", "raw": "uncorrected"}[kind]]
