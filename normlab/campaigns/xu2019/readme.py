@@ -1,10 +1,8 @@
 """The results sections of the README (short) and of docs/results.md (whole), generated from the
 committed tables so that no number in them can drift: ``scripts/readme_results.py`` writes each
 between the two markers below, and tests/test_readme_results.py fails when a copy differs from
-what the tables give.
-
-Everything here is read from files under results/ (reproduce.json and the tables' CSV), never
-from runs: the committed-tables test already ties those tables to the run copies.
+what the tables give. Everything here is read from files under results/ (reproduce.json and the
+tables' CSV), never from runs: the committed-tables test already ties those tables to the runs.
 """
 
 from __future__ import annotations
