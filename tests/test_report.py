@@ -499,6 +499,44 @@ def test_the_placement_studys_columns_in_the_models_order_and_its_sign_tests_ove
     assert "as claimed on 6 of 6 task × setting columns" in text and "of 6 tasks" not in text
 
 
+def test_a_figure_of_axis_columns_wraps_their_titles_and_keeps_its_own(tmp_path, monkeypatch):
+    """A placement column's name is long: its panel titles wrap (task, setting, panel on lines of
+    their own) while the figure keeps its title; a plain task's titles stay on one line."""
+    from normlab.report import figures as F
+    from normlab.report.aggregate import Grid
+    from normlab.report.axis import setting_axis
+
+    curves = [{"step": k, "split": "valid", "loss": 1.0 + 0.1 * k} for k in (1, 2)]
+    for task, setting in (
+        ("rt", {"placement": "pre", "layernorm_scaling": True}),
+        ("rt", {"placement": "post"}),
+    ):
+        for norm in ("layernorm", "layernorm_simple"):
+            d = make_run(tmp_path / "runs" / str(len(setting)), task, norm, 1, 70.0, curves=curves)
+            s = json.loads((d / "summary.json").read_text())
+            (d / "summary.json").write_text(json.dumps({**s, "setting": setting}))
+    make_run(tmp_path / "runs" / "plain", "sst2", "layernorm", 1, 80.0, curves=curves)
+    make_run(tmp_path / "runs" / "plain", "sst2", "layernorm_simple", 1, 80.0, curves=curves)
+    runs = find_runs([tmp_path / "runs"])
+    drawn = []
+    monkeypatch.setattr(F.plt, "close", drawn.append)
+    title = "Overfitting: {norms}"
+    assert F.figure(
+        Grid(runs, setting_axis(runs)),
+        "o",
+        title,
+        ["layernorm", "layernorm_simple"],
+        [F.RISE_PANEL],
+        tmp_path,
+        "x",
+    )
+    (fig,) = drawn
+    assert fig._suptitle.get_text() == "Overfitting: LayerNorm vs LayerNorm-simple"
+    heads = [ax.get_title() for ax in fig.axes]
+    assert "rt\n[placement=pre,layernorm_scaling=true]\nvalid loss above its minimum" in heads
+    assert "sst2: valid loss above its minimum" in heads
+
+
 def test_a_run_with_an_unreadable_summary_is_skipped_by_name(tmp_path, capsys):
     make_run(tmp_path, "rt", "layernorm", 2, 70.0)
     bad = make_run(tmp_path, "rt", "layernorm", 3, 71.0)

@@ -75,7 +75,7 @@ LOSS_PANELS = [
 RISE_PANEL = Panel(
     "valid loss above its minimum",
     rise_curve,
-    "valid loss − its minimum (% of minimum; linear to 10%, log above)",
+    "valid loss − its minimum\n(% of minimum; linear to 10%, log above)",
     log="symlog",
 )
 GRAD_PANELS = [
@@ -165,9 +165,11 @@ def figure(
                 ax.set_yscale("symlog", linthresh=panel.linthresh)
             elif panel.log and ax.has_data():
                 ax.set_yscale("log")
-            # an axis column's name is long: its setting on a line of its own keeps titles apart
-            name = c.replace(" [", "\n[") if len(c) > 30 else c
-            ax.set_title(f"{name}: {panel.title}", fontsize=9)
+            # an axis column's name is long: task, setting and panel on lines of their own keep
+            # neighbouring titles apart
+            long = len(c) + max(len(p.title) for p in panels) > 45  # the whole row alike
+            head = c.replace(" [", "\n[") + "\n" + panel.title if long else f"{c}: {panel.title}"
+            ax.set_title(head, fontsize=9)
             ax.set_xlabel(X_LABEL, fontsize=8)
             ax.set_ylabel(panel.ylabel, fontsize=8)
             ax.tick_params(labelsize=7, which="both")
