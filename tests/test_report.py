@@ -497,6 +497,9 @@ def test_the_placement_studys_columns_in_the_models_order_and_its_sign_tests_ove
     ]
     text = (tmp_path / "report" / "findings.md").read_text()
     assert "as claimed on 6 of 6 task × setting columns" in text and "of 6 tasks" not in text
+    from normlab.report.axis import COLUMNS, units
+
+    assert units(["rt", "sst2"]) == "tasks" and units(["rt", "rt@paper"]) == COLUMNS
 
 
 def test_a_figure_of_axis_columns_wraps_their_titles_and_keeps_its_own(tmp_path, monkeypatch):

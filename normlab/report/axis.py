@@ -28,6 +28,17 @@ def setting_axis(runs: Iterable[Run]) -> tuple[str, ...]:
     return tuple(sorted({k for (_, _, k), n in varied.items() if n >= 2}))
 
 
+# what a study's axis makes of its tasks: a task at one setting, a column of its own
+COLUMNS = "task × setting columns"
+
+
+def units(columns: Iterable[str]) -> str:
+    """What report columns count as in words: "tasks", or, where a study's axis (or a second
+    scale) splits a task into several, its columns, which share the task's data and are not
+    independent units."""
+    return "tasks" if all(c == task_of(c) for c in columns) else COLUMNS
+
+
 def axis_label(setting: dict, axis: tuple[str, ...]) -> str:
     """``layernorm_scaling=true,placement=pre``: the run's values of the axis keys it sets."""
     return ",".join(f"{k}={value_text(setting[k])}" for k in axis if k in setting)

@@ -9,13 +9,10 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from . import stats as S
-from .axis import task_of
+from .axis import units
 from .claims import futility, settings
 from .sequential import resolve_chance
 from .verdicts import Finding
-
-# what a sign test counts in a study with an axis: a task at one value of it
-COLUMNS = "task × setting columns"
 
 
 @dataclass
@@ -44,7 +41,7 @@ def sign_tests(fs: list[Finding], order: Sequence[str] = ()) -> dict[str, dict]:
         res["skipped"] = sum(f.diff is None or bool(f.decided) for f in mine)
         # a study's axis makes a task several columns (enwik8 [placement=pre]): they share data,
         # so the test runs over columns, which are not independent tasks, and says so
-        res["over"] = "tasks" if all(f.column == task_of(f.column) for f in mine) else COLUMNS
+        res["over"] = units(f.column for f in mine)
         out[key] = res
     return out
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Optional
 
 from ...report.aggregate import Grid, data_sentence
-from ...report.axis import task_of
+from ...report.axis import COLUMNS
+from ...report.axis import units as _units
 from ...report.claim_cells import head, num, p_text
 from ...report.claims import futility, margins_sentence, settings
-from ...report.family import COLUMNS
 from ...report.tables import Table
 from .family import Family, family_sentence
 from .findings import AGAINST, CLAIMS, SUPPORTS, UNTESTED, Finding, look_sizes
@@ -139,7 +139,7 @@ def resolves(f) -> Optional[bool]:
 
 def units(mine: list) -> str:
     """What a claim's rows are: tasks, or the columns a study's axis makes of them."""
-    return "tasks" if all(f.column == task_of(f.column) for f in mine) else COLUMNS
+    return _units(f.column for f in mine)
 
 
 def resolution(mine: list[Finding]) -> str:
