@@ -192,7 +192,7 @@ def sign_sentence(res: Optional[dict]) -> str:
 
 
 def across(fam: Family) -> str:
-    """ "tasks", or the columns a study's axis makes of its tasks (not independent units)."""
+    """The sign tests' unit: tasks, or the columns a study's axis makes of its tasks."""
     return COLUMNS if any(r.get("over") == COLUMNS for r in fam.signs.values()) else "tasks"
 
 
