@@ -363,8 +363,9 @@ def test_committed_results_name_their_own_folder(res):
 
 
 def test_a_folders_readme_names_the_evaluation_seeds_its_study_ran(tmp_path):
-    """The placement study runs seeds 2-4 of the declared evaluation seeds 2-6: its README says 2-4."""
-    from normlab.campaigns.xu2019.folder_readme import readme
+    """The placement study runs seeds 2-4 of the declared evaluation seeds 2-6: its README, and its
+    staged copies' while it trains, say 2-4."""
+    from normlab.campaigns.xu2019.folder_readme import readme, staged_readme
 
     roles_ = {"evaluation": [2, 3, 4, 5, 6], "selection": [1]}
     rec = {
@@ -379,5 +380,9 @@ def test_a_folders_readme_names_the_evaluation_seeds_its_study_ran(tmp_path):
     }
     text = readme(rec, tmp_path)
     assert "selection [1] (they chose" in text and "evaluation [2, 3, 4] (normlab" in text
+    staged = staged_readme(
+        {**rec, "absent": ["x"]}, tmp_path, "placement", "mini", roles_, tmp_path
+    )
+    assert "- Seeds: selection [1], evaluation [2, 3, 4] (normlab" in staged
     rec["grid"]["seeds"] = [1, 2, 3, 4, 5, 6]  # the tuned study's: seed 1 is the selection seed
     assert "evaluation [2, 3, 4, 5, 6] (normlab" in readme(rec, tmp_path)

@@ -18,6 +18,12 @@ def rel(path: Path) -> str:
         return str(path)
 
 
+def own_evaluation(rec: dict) -> list:
+    """The study's own evaluation seeds (the placement study runs 2-4 of the declared 2-6)."""
+    roles_ = rec["grid"].get("seed_roles") or {}
+    return [s for s in rec["grid"].get("seeds") or [] if s in (roles_.get("evaluation") or [])]
+
+
 def staged_readme(
     rec: dict, stage: Path, study: str, scale: str, seed_lists: dict, out: Path
 ) -> str:
@@ -35,8 +41,8 @@ def staged_readme(
                 f"replace the reported ones in `{rel(out)}/runs`.",
                 f"- Look at them meanwhile: `normlab-report {rel(stage)}/runs --out /tmp/partial`",
                 f"- Continue: `{rec['make']}` (or `make grid-start STUDY={study}`)",
-                f"- Seeds: selection {seed_lists['selection']}, evaluation {seed_lists['evaluation']} "
-                "(normlab/configs/study/seeds.yaml)",
+                f"- Seeds: selection {seed_lists['selection']}, evaluation "
+                f"{own_evaluation(rec) or seed_lists['evaluation']} (normlab/configs/study/seeds.yaml)",
                 "",
             ]
         )
@@ -64,10 +70,7 @@ def readme(rec: dict, out: Path, shown: Optional[str] = None) -> str:
     r = rec.get("report") or {}
     study = STUDIES.get(rec["grid"].get("study", "fixed"), {})
     roles_ = rec["grid"].get("seed_roles") or {}
-    # the study's own evaluation seeds (the placement study runs 2-4 of the declared 2-6)
-    evaluation = [
-        s for s in rec["grid"].get("seeds") or [] if s in (roles_.get("evaluation") or [])
-    ]
+    evaluation = own_evaluation(rec)
     lines = [
         f"# Results: scale {rec['grid']['scale']}"
         + (f", {study['title']}" if study.get("title") else ""),
