@@ -150,6 +150,9 @@ def figure(
         len(columns), len(panels), figsize=(w, h), squeeze=False, layout="constrained"
     )
     for i, c in enumerate(columns):
+        # an axis column's name is long: task, setting and panel on lines of their own keep
+        # neighbouring titles apart (the whole row alike)
+        long = len(c) + max(len(p.title) for p in panels) > 45
         for j, panel in enumerate(panels):
             ax = axes[i][j]
             for v in variants:
@@ -165,9 +168,6 @@ def figure(
                 ax.set_yscale("symlog", linthresh=panel.linthresh)
             elif panel.log and ax.has_data():
                 ax.set_yscale("log")
-            # an axis column's name is long: task, setting and panel on lines of their own keep
-            # neighbouring titles apart
-            long = len(c) + max(len(p.title) for p in panels) > 45  # the whole row alike
             head = c.replace(" [", "\n[") + "\n" + panel.title if long else f"{c}: {panel.title}"
             ax.set_title(head, fontsize=9)
             ax.set_xlabel(X_LABEL, fontsize=8)

@@ -235,7 +235,9 @@ def profile_figure(grid: Grid, out_dir: Path) -> str:
     for label, ys in shares.items():
         ax.step(taus, ys, where="post", label=label, **norm_style(norm_of.get(label, label)))
     ax.set_xlabel("τ (training seconds to the target / the fastest norm's)")
-    ax.set_ylabel(f"share of {'tasks' if units(grid.columns) == 'tasks' else 'columns'} within τ")
+    over = units(grid.columns)
+    one = "task" if over == "tasks" else "column"
+    ax.set_ylabel(f"share of {one}s within τ")
     ax.set_ylim(-0.02, 1.02)
     ax.set_title("Time to target: performance profile")
     ax.legend(fontsize=7, loc="lower right")
@@ -244,10 +246,9 @@ def profile_figure(grid: Grid, out_dir: Path) -> str:
     for ext in ("png", "pdf"):
         fig.savefig(out_dir / f"time_to_target.{ext}", dpi=150)
     plt.close(fig)
-    over = units(grid.columns)
     return (
         "How fast each norm reaches the target (table time_to_target): for each norm, the share of "
         f"{over} in which its median training seconds to the target are within τ times the fastest "
-        f"norm's in that {over.split()[-1][:-1]}; a norm whose median run did not reach it never "
+        f"norm's in that {one}; a norm whose median run did not reach it never "
         "counts. Descriptive. " + data_sentence(grid)
     )
