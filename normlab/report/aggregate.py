@@ -124,12 +124,9 @@ class Grid:
         self.cells: dict[tuple[str, tuple[str, str]], Cell] = {}
         self._at: dict[str, dict] = {}  # column -> its runs' values of the axis keys
         for r in runs:
-            self._at.setdefault(
-                self.column(r), {k: r.setting[k] for k in self.axis if k in r.setting}
-            )
-            self.cells.setdefault((self.column(r), variant_key(r, self.axis)), Cell()).runs.append(
-                r
-            )
+            col = self.column(r)
+            self._at.setdefault(col, {k: r.setting[k] for k in self.axis if k in r.setting})
+            self.cells.setdefault((col, variant_key(r, self.axis)), Cell()).runs.append(r)
         # a norm run with two settings (e.g. AdaNorm C=1 and C=2, or two lrs) gets the differing
         # keys in its row label
         opts: dict[str, list[dict]] = {}
