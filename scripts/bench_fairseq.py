@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 from bench_fairseq_table import HOW, table, verdicts  # noqa: E402
 from benchkit import machine, machine_block  # noqa: E402
-from compare_fairseq import (  # noqa: E402
+from fairseq_recipe import (  # noqa: E402
     RECIPES,
     TASK,
     compose,

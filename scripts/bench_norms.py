@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import random
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -51,7 +50,7 @@ from normlab.norms import NORMS as NORM_REGISTRY
 from normlab.norms import build_norm, native
 
 sys.path.insert(0, str(Path(__file__).parent))
-from benchkit import load_average, machine, machine_block, markdown_table, median, pin_malloc, write  # noqa: E402
+import benchkit as bk  # noqa: E402
 
 # every registered norm with learned or normalizing work to time (not the identity, not BatchNorm)
 VARIANTS = [n for n in NORM_REGISTRY if n not in ("none", "batchnorm")]
@@ -100,29 +99,6 @@ def fwd_bwd(module, x, g):
     y = module(x)
     grads = torch.autograd.grad(y, [x, *module.parameters()], g)
     return y, grads
-
-
-def clock(device) -> callable:
-    """CPU time of this thread when torch runs one CPU thread: on a shared machine, time spent
-    descheduled for other processes is not the norm's cost (wall time then varies 5x between
-    runs, thread time by a few percent). Wall time otherwise (intra-op threads, CUDA)."""
-    return (
-        time.thread_time
-        if device.type == "cpu" and torch.get_num_threads() == 1
-        else time.perf_counter
-    )
-
-
-def timed(module, x, g) -> float:
-    sync = torch.cuda.synchronize if x.is_cuda else (lambda: None)
-    now = clock(x.device)
-    sync()
-    t0 = now()
-    out = fwd_bwd(module, x, g)
-    sync()
-    dt = now() - t0
-    del out
-    return dt
 
 
 def peak_bytes(module, x, g) -> int:
@@ -201,11 +177,11 @@ def bench_shape(rows: int, d: int, device, dtype, rounds: int, seed: int) -> tup
     for r in range(rounds + 2):  # two warm-up rounds
         order_rng.shuffle(names)
         for n in names:
-            dt = timed(mods[n], x, g)
+            dt = bk.timed(fwd_bwd, mods[n], x, g, device=x.device)
             if r >= 2:
                 times[n].append(dt)
     base = "torch.nn.LayerNorm"
-    ratio = {n: median([t / b for t, b in zip(times[n], times[base])]) for n in mods}
+    ratio = {n: bk.ratio(times[n], times[base]) for n in mods}
     mem = {n: peak_bytes(mods[n], x, g) for n in mods}
 
     def cell(n):
@@ -222,7 +198,7 @@ def bench_shape(rows: int, d: int, device, dtype, rounds: int, seed: int) -> tup
                 "",
                 "",
                 "",
-                f"{median(times[n]) * 1e3:.3g}",
+                f"{bk.median(times[n]) * 1e3:.3g}",
                 f"{mem[n] / 2**20:.3g}",
             ]
         )
@@ -238,7 +214,7 @@ def bench_shape(rows: int, d: int, device, dtype, rounds: int, seed: int) -> tup
                 *cell(ops),
                 *cell(ref),
                 f"{diff:.0e}",
-                f"{median(times[fused]) * 1e3:.3g}",
+                f"{bk.median(times[fused]) * 1e3:.3g}",
                 f"{mem[fused] / 2**20:.3g}",
             ]
         )
@@ -256,9 +232,9 @@ def bench_shape(rows: int, d: int, device, dtype, rounds: int, seed: int) -> tup
     ]
     title = (
         f"### {rows}×{d} {str(dtype).replace('torch.', '')} on {device}, {rounds} rounds, "
-        f"clock: {clock(device).__name__}"
+        f"clock: {bk.clock(device).__name__}"
     )
-    return f"{title}\n\n{markdown_table(header, rows_out)}\n", [ratio, mem]
+    return f"{title}\n\n{bk.markdown_table(header, rows_out)}\n", [ratio, mem]
 
 
 def main(argv=None):
@@ -283,10 +259,10 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    info = machine()
+    info = bk.machine()
     info["normlab native kernels"] = native.describe()
     info["glibc malloc"] = (
-        "pinned thresholds" if args.malloc == "pinned" and pin_malloc() else "default"
+        "pinned thresholds" if args.malloc == "pinned" and bk.pin_malloc() else "default"
     )
     dtype = getattr(torch, args.dtype)
     devices = [d for d in args.devices.split(",") if d != "cuda" or torch.cuda.is_available()]
@@ -297,17 +273,17 @@ def main(argv=None):
             text, _ = bench_shape(rows, d, torch.device(device), dtype, args.rounds, args.seed)
             print(text, flush=True)
             parts.append(text)
-    info["load average at end (1/5/15 min)"] = load_average()
+    info["load average at end (1/5/15 min)"] = bk.load_average()
     report = (
         "# Norm layers: forward+backward time and peak memory vs torch.nn.LayerNorm\n\n"
-        + machine_block(info)
+        + bk.machine_block(info)
         + "\n\n"
         + __doc__.split("\n\n", 2)[2]
         + "\n"
         + "\n".join(parts)
     )
     if args.out:
-        write(args.out, report)
+        bk.write(args.out, report)
 
 
 if __name__ == "__main__":

@@ -15,8 +15,7 @@ fast paths (normlab/norms/native.py).
 Also measured, with LayerNorm: a step with the gradient probe on (it runs every
 ``task.train.probe_every`` steps), collating a batch (``train_batches(...)[i]``, done by the fit
 loop before each step), and deterministic algorithms (the runner's default) against torch's
-default. Clock as in bench_norms.py, malloc pinned as in benchkit.py (one thread: thread CPU time; pinned glibc
-malloc unless --malloc default).
+default. Clock: benchkit.clock (one thread: its CPU time); glibc malloc pinned unless --malloc default.
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import torch
@@ -37,7 +35,7 @@ from omegaconf import OmegaConf
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
-from benchkit import load_average, machine, machine_block, markdown_table, median, pin_malloc, write  # noqa: E402
+import benchkit as bk  # noqa: E402
 
 SWEEP_NORMS = (
     "none,layernorm,layernorm_simple,detachnorm,detach_mean,detach_var,adanorm,rmsnorm,dyt"
@@ -115,30 +113,6 @@ class Setup:
         self.trainer._step(batch)
 
 
-def timed(fn, *args) -> float:
-    clock = time.thread_time if torch.get_num_threads() == 1 else time.perf_counter
-    t0 = clock()
-    fn(*args)
-    return clock() - t0
-
-
-def rounds(fns: dict, batches, n: int, warmup: int = 3) -> dict:
-    """Per-round times of every fn on the same batch, the order rotating between rounds."""
-    out = {k: [] for k in fns}
-    keys = list(fns)
-    for r in range(n + warmup):
-        batch = batches[r % len(batches)]
-        for k in keys[r % len(keys) :] + keys[: r % len(keys)]:
-            dt = timed(fns[k], batch)
-            if r >= warmup:
-                out[k].append(dt)
-    return out
-
-
-def ratio(a, b) -> float:
-    return median([x / y for x, y in zip(a, b)])
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -158,12 +132,12 @@ def main(argv=None):
     ap.add_argument("--out")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
-    info = machine()
+    info = bk.machine()
     from normlab.norms import native
 
     info["normlab native kernels"] = native.describe()
     info["glibc malloc"] = (
-        "pinned thresholds" if args.malloc == "pinned" and pin_malloc() else "default"
+        "pinned thresholds" if args.malloc == "pinned" and bk.pin_malloc() else "default"
     )
     tmp = Path(tempfile.mkdtemp(prefix="bench_step_"))
     try:
@@ -172,7 +146,7 @@ def main(argv=None):
         shutil.rmtree(tmp, ignore_errors=True)
     print(report)
     if args.out:
-        write(args.out, report)
+        bk.write(args.out, report)
 
 
 def measure(args, tmp: Path, info: dict) -> str:
@@ -205,7 +179,7 @@ def measure(args, tmp: Path, info: dict) -> str:
             with native.disabled():  # forward picks the path, backward follows it
                 ops.normlab_step(batch)
 
-        t = rounds(
+        t = bk.rounds(
             {
                 "bare": fused.bare_step,
                 "normlab": fused.normlab_step,
@@ -215,15 +189,15 @@ def measure(args, tmp: Path, info: dict) -> str:
             batches,
             args.rounds,
         )
-        over = ratio(t["normlab"], t["bare"]) - 1
+        over = bk.ratio(t["normlab"], t["bare"]) - 1
         rows.append(
             [
                 f"`{norm}`",
-                f"{median(t['bare']) * 1e3:.2f}",
-                f"{median(t['normlab']) * 1e3:.2f}",
+                f"{bk.median(t['bare']) * 1e3:.2f}",
+                f"{bk.median(t['normlab']) * 1e3:.2f}",
                 f"{100 * over:+.1f}%" + (" **>5%**" if over > 0.05 else ""),
-                f"{ratio(t['reference'], t['normlab']):.2f}",
-                f"{ratio(t['tensorops'], t['normlab']):.2f}",
+                f"{bk.ratio(t['reference'], t['normlab']):.2f}",
+                f"{bk.ratio(t['tensorops'], t['normlab']):.2f}",
             ]
         )
         print(rows[-1], flush=True)
@@ -233,10 +207,11 @@ def measure(args, tmp: Path, info: dict) -> str:
         "\n\n".join(
             [
                 "# Training step: normlab loop vs a bare PyTorch loop",
-                machine_block(info) + f"\n- load average at end (1/5/15 min): {load_average()}",
+                bk.machine_block(info)
+                + f"\n- load average at end (1/5/15 min): {bk.load_average()}",
                 __doc__.split("\n\n", 2)[2].strip(),
                 "\n".join(f"- {n}" for n in notes),
-                markdown_table(
+                bk.markdown_table(
                     [
                         "norm",
                         "bare step ms",
@@ -248,7 +223,7 @@ def measure(args, tmp: Path, info: dict) -> str:
                     rows,
                 ),
                 "### Around the step (LayerNorm model)",
-                markdown_table(["what", "cost"], extra_rows),
+                bk.markdown_table(["what", "cost"], extra_rows),
             ]
         )
         + "\n"
@@ -257,10 +232,10 @@ def measure(args, tmp: Path, info: dict) -> str:
 
 
 def extras(s: Setup, index, batches, n: int, job) -> list:
-    t = rounds(
+    t = bk.rounds(
         {"plain": s.normlab_step, "probe": lambda b: s.normlab_step(b, probe=True)}, batches, n
     )
-    probe = ratio(t["probe"], t["plain"])
+    probe = bk.ratio(t["probe"], t["plain"])
     every = s.t.probe_every
     out = [["a step with the gradient probe / a plain step", f"{probe:.2f}x"]]
     if every:
@@ -270,8 +245,10 @@ def extras(s: Setup, index, batches, n: int, job) -> list:
                 f"{100 * (probe - 1) / every:+.1f}%",
             ]
         )
-    collate = median([timed(index.__getitem__, i) for i in range(min(len(index), 3 * n))])
-    out.append(["collating one batch / a plain step", f"{100 * collate / median(t['plain']):.1f}%"])
+    collate = bk.median([bk.timed(index.__getitem__, i) for i in range(min(len(index), 3 * n))])
+    out.append(
+        ["collating one batch / a plain step", f"{100 * collate / bk.median(t['plain']):.1f}%"]
+    )
     # torch's deterministic mode with its NaN fill of new tensors (its default), as the runner
     # sets it (no fill: it buys no determinism), and off; interleaved in rotating order per round
 
@@ -283,7 +260,7 @@ def extras(s: Setup, index, batches, n: int, job) -> list:
 
         return step
 
-    det = rounds(
+    det = bk.rounds(
         {"fill": mode(True, True), "runner": mode(True, False), "off": mode(False, True)},
         batches,
         n,
@@ -293,11 +270,11 @@ def extras(s: Setup, index, batches, n: int, job) -> list:
     out += [
         [
             "bare step with deterministic algorithms and torch's NaN fill / without either",
-            f"{ratio(det['fill'], det['off']):.3f}x",
+            f"{bk.ratio(det['fill'], det['off']):.3f}x",
         ],
         [
             "bare step with deterministic algorithms as the runner sets them (no fill) / without",
-            f"{ratio(det['runner'], det['off']):.3f}x",
+            f"{bk.ratio(det['runner'], det['off']):.3f}x",
         ],
     ]
     return out

@@ -1,5 +1,6 @@
 """What every benchmark script (bench_norms, bench_step, bench_data, bench_gpu) needs alike: the
-machine facts a table must state to be read, markdown output, and a pinned glibc malloc."""
+machine facts a table must state to be read, one clock, markdown output, and a pinned glibc
+malloc."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 import shlex
 import statistics
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -57,6 +59,47 @@ def machine() -> dict:
 
 def median(xs) -> float:
     return statistics.median(xs) if xs else float("nan")
+
+
+def clock(device=None):
+    """CPU time of this thread when torch runs one CPU thread: on a shared machine, time spent
+    descheduled for other processes is not the code's cost (wall time then varies 5x between
+    runs, thread time by a few percent). Wall time otherwise (intra-op threads, CUDA)."""
+    cpu = device is None or torch.device(device).type == "cpu"
+    return time.thread_time if cpu and torch.get_num_threads() == 1 else time.perf_counter
+
+
+def timed(fn, *args, device=None) -> float:
+    """Seconds of one ``fn(*args)`` by clock(device), bracketed by CUDA synchronisation on a GPU;
+    its result is freed after the clock stops (freeing is not the code's cost)."""
+    cuda = device is not None and torch.device(device).type == "cuda"
+    sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
+    now = clock(device)
+    sync()
+    t0 = now()
+    out = fn(*args)
+    sync()
+    dt = now() - t0
+    del out
+    return dt
+
+
+def rounds(fns: dict, batches, n: int, warmup: int = 3, device=None) -> dict:
+    """Per-round times of every fn on the same batch, the order rotating between rounds (load and
+    caches then hit each fn alike); the first ``warmup`` rounds are not kept."""
+    out, keys = {k: [] for k in fns}, list(fns)
+    for r in range(n + warmup):
+        batch = batches[r % len(batches)]
+        for k in keys[r % len(keys) :] + keys[: r % len(keys)]:
+            dt = timed(fns[k], batch, device=device)
+            if r >= warmup:
+                out[k].append(dt)
+    return out
+
+
+def ratio(a, b) -> float:
+    """The median over rounds of a's time / b's time in the same round."""
+    return median([x / y for x, y in zip(a, b)])
 
 
 def markdown_table(header: list[str], rows: list[list]) -> str:

@@ -42,7 +42,7 @@ def fairseq_model(data_bin: Path, flags: list[str], seed: int):
 
 
 def normlab_model(res: dict, work: Path, data_dir: Path, seed: int):
-    import compare_fairseq as cmp
+    import fairseq_recipe as cmp
 
     from normlab.norms import norm_factory
     from normlab.tasks import get_task_class
