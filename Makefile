@@ -143,9 +143,12 @@ test-fairseq: $(FAIRSEQ_PY)  ## the fairseq plugin's tests (tests/fairseq/), in 
 # normlab's trainer in .venv, fairseq-train in .venv-fairseq, on the same exported data and recipe
 RECIPE ?= mini
 CMP_SEEDS ?= 1,2
+CMP_INIT ?= fairseq
+CMP_NAME = $(RECIPE)$(if $(filter torch,$(CMP_INIT)),-torch-init)
 bench-fairseq: $(PY) $(FAIRSEQ_PY)  ## normlab vs fairseq-train in updates/s and target tokens/s (mini and 6+6) -> results/bench/fairseq.md
 	$(PY) scripts/bench_fairseq.py --fairseq-python $(FAIRSEQ_PY) --out results/bench/fairseq.md
 
-compare-fairseq: $(PY) $(FAIRSEQ_PY)  ## normlab-train vs fairseq-train valid loss: make compare-fairseq [RECIPE=mini|tiny] [CMP_SEEDS=1,2]
+compare-fairseq: $(PY) $(FAIRSEQ_PY)  ## normlab-train vs fairseq-train valid loss: make compare-fairseq [RECIPE=mini|tiny] [CMP_SEEDS=1,2] [CMP_INIT=fairseq|torch]
 	OMP_NUM_THREADS=1 $(PY) scripts/compare_fairseq.py --recipe $(RECIPE) --seeds $(CMP_SEEDS) \
-		--fairseq-python $(FAIRSEQ_PY) --work runs/compare_fairseq/$(RECIPE) --json runs/compare_fairseq/$(RECIPE).json
+		--fairseq-python $(FAIRSEQ_PY) --fairseq-attention-init $(CMP_INIT) \
+		--work runs/compare_fairseq/$(CMP_NAME) --json runs/compare_fairseq/$(CMP_NAME).json

@@ -113,9 +113,11 @@ def compare(
     norm: str = "layernorm",
     updates: int = 0,
     ablate: tuple = (),
+    attention_init: str = "fairseq",
 ) -> dict:
     """``ablate``: extra overrides for normlab's runs only (e.g. task.data.max_tokens=1100 to
-    match fairseq's tokens per update), to measure how much of the difference one factor makes."""
+    match fairseq's tokens per update), to measure how much of the difference one factor makes;
+    ``attention_init``: fairseq's own, or "torch" (the plugin gives fairseq normlab's init)."""
     overrides, default_updates = RECIPES[recipe]
     overrides, updates = [*overrides, f"norm={norm}"], updates or default_updates
     work.mkdir(parents=True, exist_ok=True)
@@ -135,7 +137,7 @@ def compare(
         raise SystemExit(
             f"fairseq's dictionary has {data['fairseq_vocab']} entries, normlab's {data['vocab']}"
         )
-    flags = fairseq_flags(cfg, updates)
+    flags = fairseq_flags(cfg, updates, attention_init)
     rows = []
     for seed in seeds:
         nl = run_normlab(
@@ -155,6 +157,7 @@ def compare(
         "recipe": recipe,
         "norm": norm,
         "ablate": list(ablate),
+        "attention_init": attention_init,
         "data_dir": str(data_dir),
         "updates": updates,
         "data": data,
@@ -185,7 +188,8 @@ def report(res: dict) -> str:
     lines = [
         f"{TASK} recipe={res['recipe']} norm={res['norm']}: valid label-smoothed loss (nats) after "
         f"{res['updates']} updates, seeds {[r['seed'] for r in res['rows']]}"
-        + (f"; normlab also with {' '.join(res['ablate'])}" if res["ablate"] else ""),
+        + (f"; normlab also with {' '.join(res['ablate'])}" if res["ablate"] else "")
+        + f"; fairseq's attention init: {res.get('attention_init', 'fairseq')}",
         f"data: vocab {d['vocab']}, train pairs {d['train_pairs']}, valid pairs {d['valid_pairs']} "
         "(same ids both ways)",
         "",
@@ -226,6 +230,12 @@ def main(argv=None) -> int:
         metavar="KEY=VALUE",
         help="an extra override for normlab's runs only (an ablation; repeatable)",
     )
+    p.add_argument(
+        "--fairseq-attention-init",
+        choices=["fairseq", "torch"],
+        default="fairseq",
+        help="torch: fairseq's attention projections get PyTorch's Linear init, as normlab's",
+    )
     p.add_argument("--json", type=Path, help="also write the result here")
     a = p.parse_args(argv)
     # absolute, not resolved: fairseq runs in its work folder, and a venv's python is a symlink
@@ -243,6 +253,7 @@ def main(argv=None) -> int:
         a.norm,
         a.updates,
         tuple(a.normlab_override),
+        a.fairseq_attention_init,
     )
     res["summary"] = summarize(res)
     print(report(res))

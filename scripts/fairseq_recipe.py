@@ -172,8 +172,9 @@ def _yaml_scalar(v) -> str:
     return f"{v:.6e}" if isinstance(v, float) else str(v).lower() if isinstance(v, bool) else str(v)
 
 
-def fairseq_flags(cfg, updates: int) -> list[str]:
-    """fairseq-train's flags for the composed normlab config (update_freq 1, fp32, CPU)."""
+def fairseq_flags(cfg, updates: int, attention_init: str = "fairseq") -> list[str]:
+    """fairseq-train's flags for the composed normlab config (update_freq 1, fp32, CPU);
+    ``attention_init="torch"``: the plugin's PyTorch-default attention init, normlab's own."""
     m, t, d = cfg.task.model, cfg.task.train, cfg.task.data
     if t.optimizer != "adam" or t.schedule != "inverse_sqrt" or int(t.get("update_freq", 1)) != 1:
         raise SystemExit(
@@ -203,6 +204,8 @@ def fairseq_flags(cfg, updates: int) -> list[str]:
         cfg.norm.name,
         "--norm-options",
         options,
+        "--attention-init",
+        attention_init,
         "--arch",
         "transformer_iwslt_de_en",
         "--encoder-layers",

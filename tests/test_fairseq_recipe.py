@@ -59,6 +59,7 @@ def test_the_mini_recipe_composes_alone_and_its_flags_are_the_presets(tmp_path):
     assert float(flag["--weight-decay"]) == 0.0
     assert flag["--max-source-positions"] == flag["--max-target-positions"] == "1024"
     assert (flag["--norm"], flag["--max-update"]) == ("layernorm", "200")
+    assert flag["--attention-init"] == "fairseq"  # stock fairseq unless the comparison asks
 
 
 def test_a_post_norm_recipe_is_refused_with_what_the_comparison_covers(tmp_path):

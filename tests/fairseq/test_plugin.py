@@ -61,7 +61,7 @@ def data_bin(iwslt14, tmp_path_factory):
     return out
 
 
-def build_model(data_bin, norm, options=""):
+def build_model(data_bin, norm, options="", *extra):
     from fairseq import options as fs_options
     from fairseq import tasks
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
@@ -82,6 +82,7 @@ def build_model(data_bin, norm, options=""):
             norm,
             "--norm-options",
             options,
+            *extra,
         ],
     )
     import_user_module(args)
@@ -103,6 +104,39 @@ def test_every_norm_of_fairseqs_model_is_the_chosen_variant(data_bin, norm, opti
     assert not [n for n, m in model.named_modules() if isinstance(m, torch.nn.LayerNorm)]
     if norm == "adanorm":
         assert all(getattr(m, "C", None) == 2 for m in norms.values())
+
+
+def attention_projections(model):
+    from fairseq.modules import MultiheadAttention
+
+    mods = [m for m in model.modules() if isinstance(m, MultiheadAttention)]
+    return [(p, getattr(m, p)) for m in mods for p in ("q_proj", "k_proj", "v_proj", "out_proj")]
+
+
+def test_attention_init_torch_gives_fairseqs_attention_pytorchs_linear_init(data_bin):
+    d = 512  # transformer_iwslt_de_en
+    bound = (
+        1 / d**0.5
+    )  # PyTorch's Linear: Kaiming-uniform a=sqrt(5), bias uniform, both 1/sqrt(fan_in)
+    torch.manual_seed(0)
+    own = attention_projections(build_model(data_bin, "layernorm"))
+    torch.manual_seed(0)
+    reset = attention_projections(
+        build_model(data_bin, "layernorm", "", "--attention-init", "torch")
+    )
+    # 6 encoder self-attentions, 6 decoder self- and 6 cross-attentions
+    assert len(own) == len(reset) == 18 * 4
+    # fairseq's own: xavier q/k/v (bound sqrt(6/2d)/sqrt(2) = 0.054) and out_proj (0.077), bias 0
+    assert max(float(lin.weight.abs().max()) for _, lin in own) > 1.2 * bound
+    assert all(float(lin.bias.abs().max()) == 0 for p, lin in own if p == "out_proj")
+    for _, lin in reset:
+        w, b = lin.weight.detach(), lin.bias.detach()
+        assert float(w.abs().max()) <= bound and float(b.abs().max()) <= bound
+        # uniform on [-bound, bound]: std bound/sqrt(3)
+        assert abs(float(w.std()) - bound / 3**0.5) < 0.05 * bound
+        assert float(b.abs().max()) > 0.5 * bound
+    with pytest.raises(ValueError, match="--attention-init 'xavier': choose fairseq or torch"):
+        build_model(data_bin, "layernorm", "", "--attention-init", "xavier")
 
 
 def test_bad_norm_options_are_refused(data_bin):
