@@ -144,6 +144,16 @@ def bench(name, a, work: Path, env: dict, data_bin: Path, batches: Path) -> dict
     return res
 
 
+def model_shape(name: str, data_dir: Path, work: Path) -> str:
+    """The model a config times, read from its composed config (the mini preset changes)."""
+    m = compose(
+        [*RECIPES["mini"][0], "norm=layernorm", *CONFIGS[name][0]], data_dir, work / "cache"
+    )
+    m = m.task.model
+    dec = m.decoder_layers or m.layers
+    return f"{name}: {m.layers}+{dec} layers, d {m.d_model}, FFN {m.ffn_dim}, {m.heads} heads"
+
+
 def write_batches(cfg, path: Path, n: int) -> Path:
     """normlab's token batches of the first epochs (seed 1), as positions in the exported order."""
     from normlab.tasks import get_task_class
@@ -217,6 +227,7 @@ def main(argv=None) -> int:
     names = a.configs.split(",")
     longest = max(a.updates or CONFIGS[n][1] for n in names)
     batches = write_batches(cfg, work / "batches.json", longest + 1)
+    shapes = [model_shape(name, a.data_dir, work) for name in names]
     results = {}
     for name in names:
         print(
@@ -233,8 +244,8 @@ def main(argv=None) -> int:
             + ", ".join(f"{n} {len(r['identical']['normlab'])}" for n, r in results.items())
             + " pairs of processes per row, the order alternating (A B, B A, ...); s/update and "
             "tok/s are medians over the processes, each ratio is taken within a pair of "
-            "neighbouring processes. mini: 2+2 layers, d 64, FFN 128; 6+6: 6+6 layers, d 512, "
-            "FFN 1024; 4 heads, 1,024-token budget. s/update: the loop's interval between update "
+            f"neighbouring processes. {'; '.join(shapes)}, {cfg.task.data.max_tokens:,}-token "
+            "budget. s/update: the loop's interval between update "
             "starts (median within a process); target tok/s: target tokens over those intervals.",
             "",
             table(results),
