@@ -4,11 +4,12 @@ job_type "report" in the sweep's group, so a dashboard links each table to the r
 
 from __future__ import annotations
 
-import os
 import sys
 import traceback
 from pathlib import Path
 from typing import Optional
+
+from ..loggers.wandb_logger import wandb_mode
 
 
 def wandb_options(overrides: list[str]) -> Optional[dict]:
@@ -35,12 +36,7 @@ def log_results(
     try:
         import wandb
 
-        mode = opts.get("mode") or "auto"
-        if mode == "auto":
-            has_key = bool(os.environ.get("WANDB_API_KEY")) or os.path.exists(
-                os.path.expanduser("~/.netrc")
-            )
-            mode = "online" if has_key else "offline"
+        mode = wandb_mode(opts.get("mode"))
         Path(work_dir).mkdir(parents=True, exist_ok=True)
         run = wandb.init(
             project=opts.get("project", "normlab"),

@@ -18,6 +18,17 @@ from .base import run_name, setting_tags, split_keys, summary_for_backends
 from .registry import LoggerRun, register_logger
 
 
+def wandb_mode(mode: Optional[str]) -> str:
+    """``auto`` (or unset): online where wandb has credentials (WANDB_API_KEY or ~/.netrc), else
+    offline, so a run without an account still logs; any other mode as given."""
+    if (mode or "auto") != "auto":
+        return mode
+    has_key = bool(os.environ.get("WANDB_API_KEY")) or os.path.exists(
+        os.path.expanduser("~/.netrc")
+    )
+    return "online" if has_key else "offline"
+
+
 class WandbLogger:
     """One wandb run per job; offline automatically when no API key is configured.
 
@@ -45,12 +56,7 @@ class WandbLogger:
         try:
             import wandb
 
-            mode = cfg.get("mode") or "auto"
-            if mode == "auto":
-                has_key = bool(os.environ.get("WANDB_API_KEY")) or os.path.exists(
-                    os.path.expanduser("~/.netrc")
-                )
-                mode = "online" if has_key else "offline"
+            mode = wandb_mode(cfg.get("mode"))
             settings = wandb.Settings(
                 init_timeout=float(cfg.get("init_timeout", 30)),
                 finish_timeout=float(cfg.get("finish_timeout", 60)),
