@@ -49,6 +49,7 @@ def test_the_results_folder_is_one_artifact_of_a_report_run(tmp_path):
     meta = {"grid": "fixed", "runs": {"completed": 3, "diverged": 1}, "commit": "abc"}
     run_id = log_results(out, "mini", "xu2019-fixed", {}, work, meta)
     assert run_id
+    wandb.teardown()  # wandb's service writes the transaction log; stopping it flushes the file
     rec = offline_run(work)
     assert rec["run"].run_id == run_id and rec["run"].run_group == "xu2019-fixed"
     assert rec["run"].job_type == "report" and rec["run"].display_name == "results-mini"
