@@ -10,10 +10,11 @@ compared in nats (fairseq prints log2).
 
 Batches are formed alike (the whole train set sorted by length and cut at --max-tokens, as
 fairseq's batch_by_size does; the random tie order differs). What stays different (measured here,
-see docs/fairseq.md): parameter init (fairseq: xavier-uniform linears, zero biases; normlab:
-PyTorch's defaults), the lr schedule's offset (fairseq's update k runs at the schedule's value for
-k-1, its first at --warmup-init-lr), position offsets (fairseq's positions start at
-padding_idx + 1) and every RNG stream.
+see docs/fairseq.md): the attention init (fairseq's xavier-uniform with a zero out_proj bias,
+normlab's PyTorch default, which --fairseq-attention-init torch gives fairseq too), the lr
+schedule's offset (fairseq's update k runs at the schedule's value for k-1, its first at
+--warmup-init-lr), position offsets (fairseq's positions start at padding_idx + 1) and every RNG
+stream.
 """
 
 from __future__ import annotations
