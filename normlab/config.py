@@ -30,6 +30,7 @@ __all__ = [
     "ConfigError",
     "Job",
     "TrainConfig",
+    "compose_job",
     "load_job",
     "train_config",
 ]
@@ -282,3 +283,12 @@ def load_job(cfg: DictConfig, overrides: Optional[list[str]] = None) -> Job:
     job_cfg = OmegaConf.create(config)
     OmegaConf.set_readonly(job_cfg, True)
     return Job(job_cfg, config, train, varied(config), make_norm)
+
+
+def compose_job(overrides: list[str]) -> DictConfig:
+    """The checked config normlab-train would run with these overrides, outside a Hydra app (a
+    script, a benchmark). Importing this module registers the trainer schema that
+    configs/train.yaml's defaults list names, which config_keys.compose alone cannot find."""
+    from .config_keys import compose
+
+    return load_job(compose(overrides), overrides).cfg

@@ -43,20 +43,20 @@ SWEEP_NORMS = (
 
 
 def compose(task: str, norm: str, scale: str, data_dir: Path, cache: Path, extra=()):
-    from normlab.config import load_job
-    from normlab.config_keys import compose as compose_config
+    from normlab.config import compose_job
 
-    overrides = [
-        f"task={task}",
-        f"norm={norm}",
-        f"scale={scale}",
-        "progress=false",
-        f"paths.data_dir={data_dir}",
-        f"paths.cache_dir={cache}",
-        f"paths.root={cache}/runs",
-        *extra,
-    ]
-    return load_job(compose_config(overrides), overrides).cfg
+    return compose_job(
+        [
+            f"task={task}",
+            f"norm={norm}",
+            f"scale={scale}",
+            "progress=false",
+            f"paths.data_dir={data_dir}",
+            f"paths.cache_dir={cache}",
+            f"paths.root={cache}/runs",
+            *extra,
+        ]
+    )
 
 
 class Setup:

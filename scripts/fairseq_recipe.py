@@ -61,19 +61,18 @@ def job_env(data_dir: Path, cache: Path) -> dict:
 
 
 def compose(overrides: list[str], data_dir: Path, cache_dir: Path):
-    """The job config normlab-train would run, checked as it checks it (normlab.config also
-    registers the trainer schema that configs/train.yaml's defaults list names)."""
-    from normlab.config import load_job
-    from normlab.config_keys import compose as compose_config
+    """The job config normlab-train would run for the recipe, checked as it checks it."""
+    from normlab.config import compose_job
 
-    job = [
-        f"task={TASK}",
-        f"paths.data_dir={data_dir}",
-        f"paths.cache_dir={cache_dir}",
-        "progress=false",
-        *overrides,
-    ]
-    return load_job(compose_config(job), job).cfg
+    return compose_job(
+        [
+            f"task={TASK}",
+            f"paths.data_dir={data_dir}",
+            f"paths.cache_dir={cache_dir}",
+            "progress=false",
+            *overrides,
+        ]
+    )
 
 
 def export(cfg, out: Path) -> dict:

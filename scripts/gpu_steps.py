@@ -15,23 +15,22 @@ from omegaconf import OmegaConf
 sys.path.insert(0, str(Path(__file__).parent))
 from benchkit import median, rounds  # noqa: E402
 
-from normlab.config import load_job, train_config  # noqa: E402
+from normlab.config import compose_job, train_config  # noqa: E402
 from normlab.norms import norm_factory  # noqa: E402
 from normlab.run import accel  # noqa: E402
 from normlab.run.trainer import Trainer  # noqa: E402
 
 
 def compose(task: str, norm: str, quick: bool):
-    from normlab.config_keys import compose as compose_config
-
-    overrides = [
-        f"task={task}",
-        f"norm={norm}",
-        "scale=smoke" if quick else "scale=paper",
-        "paths.data_dir=/nonexistent",
-        "paths.cache_dir=/tmp",
-    ]
-    return load_job(compose_config(overrides), overrides).cfg
+    return compose_job(
+        [
+            f"task={task}",
+            f"norm={norm}",
+            "scale=smoke" if quick else "scale=paper",
+            "paths.data_dir=/nonexistent",
+            "paths.cache_dir=/tmp",
+        ]
+    )
 
 
 def make_task(job, quick: bool):
