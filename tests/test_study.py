@@ -638,6 +638,39 @@ def test_a_selection_run_of_an_older_preset_chooses_nothing(tmp_path):
         assert bool(grid.summary(job)) is done, preset
 
 
+def test_the_tuned_lr_grid_is_centred_on_the_preset_the_study_trains_at(tmp_path):
+    # an older preset's seed-1 run (committed, lr 3e-3) must not set the grid's centre, neither
+    # before the study's own preset-lr run has finished nor after it, in the same driver session
+    import json
+
+    import yaml
+
+    from normlab.campaigns.xu2019.request import parse
+    from normlab.campaigns.xu2019.tuned_grid import Grid
+    from normlab.study.grid import without_lr
+
+    out, root = tmp_path / "results" / "mini-tuned", tmp_path / "runs"
+    r = parse(["--study", "tuned", "--tasks", "enwik8", "--norms", "layernorm", "--out", str(out),
+               "--root", str(root)])  # fmt: skip
+    old = {"data": {"train_bytes": 40000}, "model": {"layers": 12}, "train": {"lr": 3e-3}}
+    new = {"data": {"train_bytes": 0}, "model": {"layers": 4}, "train": {"lr": 2e-3}}
+
+    def put(where: Path, task: dict, commit: str) -> None:
+        where.mkdir(parents=True)
+        (where / "config.yaml").write_text(yaml.safe_dump({"task": task}))
+        summary = {"status": "completed", "git_commit": commit, "seed_role": "selection"}
+        (where / "summary.json").write_text(json.dumps(summary))
+
+    put(out / "runs" / "enwik8" / "layernorm" / "seed1", old, "old")
+    put(tmp_path / "results" / "mini" / "runs" / "enwik8" / "layernorm" / "seed1", old, "old")
+    grid = Grid(r, None, "new", False)
+    grid.presets = {"enwik8": without_lr(new)}
+    assert [j.lr for j in grid.jobs()] == [None] and grid.preset("enwik8", "layernorm") is None
+    put(grid.run_dir(grid.jobs()[0]), new, "new")  # the study's own preset-lr run finishes
+    lrs = sorted(j.lr for j in grid.jobs() if j.lr is not None)
+    assert lrs == pytest.approx([2e-3 * f for f in sorted(r.factors) if f != 1.0], rel=5e-3)
+
+
 @pytest.mark.slow  # make test-slow: about a minute and a half
 def test_until_resolved_adds_the_next_looks_seeds_to_unresolved_rows(clone, data_dir, tmp_path):
     from normlab.campaigns.xu2019.family import apply

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from ...report.runs import load_run
+from ...files import read_yaml
 from ...study.grid import Job, Study
 from ...study.staging import staging_dir
 from .request import Request
@@ -37,7 +37,7 @@ class Grid(Study):
             **a.study_args(commit, dirty, code),
         )
         self.a = a
-        self.presets: dict[tuple[str, str], float] = {}
+        self.preset_lrs: dict[tuple[str, str], float] = {}
 
     def shared_for(self, job: Job) -> list[Path]:
         return self.shared if job.lr is None else []
@@ -47,14 +47,17 @@ class Grid(Study):
         return job.lr is None and job.seed in self.a.eval_seeds
 
     def preset(self, task: str, norm: str) -> Optional[float]:
-        """The preset lr, read from the preset-lr run's config (so it is the pinned commit's)."""
-        if (task, norm) not in self.presets:
-            first = Job(task, norm, None, self.a.select_seed)
-            for d in self.sources(first):
-                if (d / "config.yaml").exists():
-                    self.presets[(task, norm)] = float(load_run(d).config["task"]["train"]["lr"])
-                    break
-        return self.presets.get((task, norm))
+        """The preset lr (None until it is known), read from the config of the preset-lr selection
+        run this study accepts: so it is the pinned commit's preset. A run it does not accept (an
+        older preset's, in a committed or shared folder) would centre the lr grid on a preset the
+        study does not train at."""
+        if (task, norm) not in self.preset_lrs:
+            where = self.final_dir(Job(task, norm, None, self.a.select_seed))
+            if where is None:
+                return None  # not cached: the run that says it may finish later this session
+            config = read_yaml(where / "config.yaml")
+            self.preset_lrs[(task, norm)] = float(config["task"]["train"]["lr"])
+        return self.preset_lrs[(task, norm)]
 
     def jobs(self) -> list[Job]:
         """Every job of the grid that can be named yet (the later stages need the earlier ones'
