@@ -607,35 +607,40 @@ def test_a_run_root_with_a_comma_reaches_the_job_as_one_path(tmp_path):
 
 def test_a_selection_run_of_an_older_preset_chooses_nothing(tmp_path):
     # the tuned grid's seed-1 runs are a record across commits, but only at the preset they were
-    # trained at: a changed preset trains the selection again
+    # trained at: a changed preset trains the selection again. The lr is a selection run's own,
+    # except the preset-lr run's, which must be at the preset's lr (it centres the lr grid).
     import json
 
     import yaml
 
-    from normlab.study.grid import FixedGrid, Job, without_lr
+    from normlab.study.grid import FixedGrid, Job
 
-    grid = FixedGrid(
-        ["enwik8"], ["layernorm"], [1], scale="mini", name="xu2019", root=tmp_path / "runs",
-        copies=tmp_path / "copies", commit="new", dirty=False, code=None,
-        roles={1: "selection"}, committed=tmp_path / "committed",
-    )  # fmt: skip
-    job = Job("enwik8", "layernorm", None, 1)
     old = {"data": {"train_bytes": 40000}, "model": {"layers": 12}, "train": {"lr": 3e-3}}
-    d = tmp_path / "committed" / job.rel()
-    d.mkdir(parents=True)
-    (d / "config.yaml").write_text(yaml.safe_dump({"task": old}))
-    summary = {"status": "completed", "git_commit": "old", "seed_role": "selection"}
-    (d / "summary.json").write_text(json.dumps(summary))
-    assert grid.summary(job)  # no preset known: the record stands
-    new = {"data": {"train_bytes": 0}, "model": {"layers": 4}, "train": {"lr": 2e-3}}
-    for preset, done in ((new, False), ({**old, "train": {"lr": 1e-3}}, True)):
-        grid = FixedGrid(
+    at_preset, own = Job("enwik8", "layernorm", None, 1), Job("enwik8", "layernorm", 1e-3, 1)
+    for job in (at_preset, own):
+        d = tmp_path / "committed" / job.rel()
+        d.mkdir(parents=True)
+        task = old if job.lr is None else {**old, "train": {"lr": job.lr}}
+        (d / "config.yaml").write_text(yaml.safe_dump({"task": task}))
+        summary = {"status": "completed", "git_commit": "old", "seed_role": "selection"}
+        (d / "summary.json").write_text(json.dumps(summary))
+
+    def grid(preset):
+        g = FixedGrid(
             ["enwik8"], ["layernorm"], [1], scale="mini", name="xu2019",
             root=tmp_path / "runs", copies=tmp_path / "copies", commit="new", dirty=False,
             code=None, roles={1: "selection"}, committed=tmp_path / "committed",
         )  # fmt: skip
-        grid.presets = {"enwik8": without_lr(preset)}  # the lr is the job's, not the preset's
-        assert bool(grid.summary(job)) is done, preset
+        if preset is not None:
+            g.presets = {"enwik8": preset}
+        return g
+
+    new = {"data": {"train_bytes": 0}, "model": {"layers": 4}, "train": {"lr": 2e-3}}
+    lr_only = {**old, "train": {"lr": 2e-3}}  # a preset that changed its lr alone
+    for preset, accepted in ((None, {at_preset, own}), (old, {at_preset, own}), (new, set()),
+                             (lr_only, {own})):  # fmt: skip
+        g = grid(preset)
+        assert {j for j in (at_preset, own) if g.summary(j)} == accepted, preset
 
 
 def test_the_tuned_lr_grid_is_centred_on_the_preset_the_study_trains_at(tmp_path):
@@ -647,7 +652,6 @@ def test_the_tuned_lr_grid_is_centred_on_the_preset_the_study_trains_at(tmp_path
 
     from normlab.campaigns.xu2019.request import parse
     from normlab.campaigns.xu2019.tuned_grid import Grid
-    from normlab.study.grid import without_lr
 
     out, root = tmp_path / "results" / "mini-tuned", tmp_path / "runs"
     r = parse(["--study", "tuned", "--tasks", "enwik8", "--norms", "layernorm", "--out", str(out),
@@ -664,7 +668,7 @@ def test_the_tuned_lr_grid_is_centred_on_the_preset_the_study_trains_at(tmp_path
     put(out / "runs" / "enwik8" / "layernorm" / "seed1", old, "old")
     put(tmp_path / "results" / "mini" / "runs" / "enwik8" / "layernorm" / "seed1", old, "old")
     grid = Grid(r, None, "new", False)
-    grid.presets = {"enwik8": without_lr(new)}
+    grid.presets = {"enwik8": new}
     assert [j.lr for j in grid.jobs()] == [None] and grid.preset("enwik8", "layernorm") is None
     put(grid.run_dir(grid.jobs()[0]), new, "new")  # the study's own preset-lr run finishes
     lrs = sorted(j.lr for j in grid.jobs() if j.lr is not None)

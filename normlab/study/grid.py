@@ -151,14 +151,16 @@ class Study(ABC):
         if where == self.run_dir(job):
             return True  # the run root is the commit's own
         if role_of(summary) == SELECTION and self.roles.get(job.seed) == SELECTION:
-            return self.at_preset(where, job.task)
+            # the preset-lr run must be at the preset's lr too: it is the centre of the lr grid
+            return self.at_preset(where, job.task, with_lr=job.lr is None)
         return (
             summary.get("git_commit") == self.commit_of(job)
             and bool(summary.get("git_dirty")) == self.dirty
         )
 
-    def at_preset(self, where: Path, task: str) -> bool:
-        """Whether the run in ``where`` was trained at ``task``'s preset (True when unknown)."""
+    def at_preset(self, where: Path, task: str, with_lr: bool = False) -> bool:
+        """Whether the run in ``where`` was trained at ``task``'s preset (True when unknown): its
+        task config less the lr (a selection run's own), or with it (``with_lr``)."""
         preset = self.presets.get(task)
         if preset is None:
             return True
@@ -166,7 +168,9 @@ class Study(ABC):
             task = dict(read_yaml(Path(where) / "config.yaml")["task"])
         except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError):
             return False
-        return not same_experiment({"task": without_lr(task)}, {"task": preset})
+        if not with_lr:
+            task, preset = without_lr(task), without_lr(preset)
+        return not same_experiment({"task": task}, {"task": preset})
 
     def summary(self, job: Job) -> dict:
         """``job``'s final summary ({} while it is not finished); read once, as a final one never changes."""

@@ -12,7 +12,7 @@ from typing import Optional
 
 from ...report import find_runs
 from ...study import plan as planning
-from ...study.grid import FixedGrid, Study, without_lr
+from ...study.grid import FixedGrid, Study
 from .request import Request
 from .studies import out_folder
 
@@ -36,8 +36,7 @@ def cost_reference(r: Request) -> list:
 
 
 def task_presets(r: Request, code: Optional[Path] = None) -> dict:
-    """task -> its task config (less the lr) as the checkout ``code`` (None: this one) composes it
-    for the study."""
+    """task -> its task config as the checkout ``code`` (None: this one) composes it for the study."""
     from omegaconf import OmegaConf
 
     from ... import config  # noqa: F401  (registers the schema the configs compose with)
@@ -47,7 +46,7 @@ def task_presets(r: Request, code: Optional[Path] = None) -> dict:
     out = {}
     for task in r.tasks:
         cfg = compose([f"task={task}", f"scale={r.scale}", *r.overrides], configs=configs)
-        out[task] = without_lr(OmegaConf.to_container(cfg.task, resolve=True))
+        out[task] = OmegaConf.to_container(cfg.task, resolve=True)
     return out
 
 
