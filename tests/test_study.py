@@ -662,7 +662,8 @@ def test_the_tuned_lr_grid_is_centred_on_the_preset_the_study_trains_at(tmp_path
     def put(where: Path, task: dict, commit: str) -> None:
         where.mkdir(parents=True)
         (where / "config.yaml").write_text(yaml.safe_dump({"task": task}))
-        summary = {"status": "completed", "git_commit": commit, "seed_role": "selection"}
+        summary = {"status": "completed", "git_commit": commit, "seed_role": "selection",
+                   "metric": "bpc", "higher_is_better": False, "best_valid": {"bpc": 2.917}}  # fmt: skip
         (where / "summary.json").write_text(json.dumps(summary))
 
     put(out / "runs" / "enwik8" / "layernorm" / "seed1", old, "old")
@@ -673,6 +674,10 @@ def test_the_tuned_lr_grid_is_centred_on_the_preset_the_study_trains_at(tmp_path
     put(grid.run_dir(grid.jobs()[0]), new, "new")  # the study's own preset-lr run finishes
     lrs = sorted(j.lr for j in grid.jobs() if j.lr is not None)
     assert lrs == pytest.approx([2e-3 * f for f in sorted(r.factors) if f != 1.0], rel=5e-3)
+    # what --plan shows of it: the preset's lr and criterion, the rest to train, no choice yet
+    (line,) = grid.choice_lines()
+    assert "enwik8/layernorm, valid bpc: 0.000707 to train" in line
+    assert "0.002 (preset) 2.917" in line and line.endswith("; chosen pending")
 
 
 @pytest.mark.slow  # make test-slow: about a minute and a half

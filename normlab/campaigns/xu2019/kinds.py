@@ -144,12 +144,13 @@ class Tuned(Fixed):
         )
 
     def plan_lines(self, grid: Study) -> list[str]:
-        return planning.lines(
+        lines = planning.lines(
             grid,
             reference=cost_reference(self.r),
             presets=presets(self.r),
             shared_note="with the fixed-lr study (its preset-lr runs)",
         )
+        return lines + grid.choice_lines()  # after lines(), whose jobs() sets the choices
 
     def reported(self, runs: list, task_commits: dict, commit: str) -> list:
         return runs  # the selection seed's lr grid is part of what the tuned report shows

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Optional
 
 from ...files import read_yaml
+from ...rundir import criterion
 from ...study.grid import Job, Study
 from ...study.staging import staging_dir
 from .request import Request
@@ -38,6 +39,9 @@ class Grid(Study):
         )
         self.a = a
         self.preset_lrs: dict[tuple[str, str], float] = {}
+        # (task, norm) -> the selection seed's jobs by lr, whether every one has finished, the lr
+        # chosen (None: pending, or none where every lr diverged or failed)
+        self.choices: dict[tuple[str, str], tuple[dict[float, Job], bool, Optional[float]]] = {}
 
     def shared_for(self, job: Job) -> list[Path]:
         return self.shared if job.lr is None else []
@@ -63,7 +67,7 @@ class Grid(Study):
         """Every job of the grid that can be named yet (the later stages need the earlier ones'
         results), finished or not, in priority order. Sets ``unnamed``: about how many jobs follow
         once the pending lr choices are made (no widening, an own lr other than the preset)."""
-        out, self.unnamed = [], {}
+        out, self.unnamed, self.choices = [], {}, {}
         for task in self.a.tasks:
             for norm in self.a.norms:
                 first = Job(task, norm, None, self.a.select_seed)
@@ -85,13 +89,34 @@ class Grid(Study):
                 )
                 stage1 = [at(lr) for lr in lrs]
                 out += [j for j in stage1 if j != first]
+                self.choices[(task, norm)] = (dict(zip(lrs, stage1)), False, None)
                 if any(not self.summary(j) for j in stage1):
                     self.unnamed[task] = self.unnamed.get(task, 0) + later_seeds
                     continue
                 best = select({lr: self.final_run(j) for lr, j in zip(lrs, stage1)}, base)
+                self.choices[(task, norm)] = (dict(zip(lrs, stage1)), True, best)
                 for seed in self.a.eval_seeds:
                     out += [
                         Job(task, norm, lr, seed)
                         for lr in dict.fromkeys([None, None if best in (None, base) else best])
                     ]
         return list(dict.fromkeys(out))
+
+    def choice_lines(self) -> list[str]:
+        """Per task and norm whose preset is known (after ``jobs()``): the selection seed's
+        validation criterion at each lr of its grid, the preset marked, and the lr chosen."""
+        out = []
+        for (task, norm), (points, decided, best) in self.choices.items():
+            base, cells, what = self.preset(task, norm), [], ""
+            for lr, job in points.items():
+                run = self.final_run(job)
+                name, value, _ = criterion(run.summary) if run else ("", None, False)
+                what = what or name
+                shown = (
+                    "to train" if run is None else run.status if value is None else f"{value:.4g}"
+                )
+                cells.append(f"{lr:g}{' (preset)' if lr == base else ''} {shown}")
+            chosen = "pending" if not decided else "none" if best is None else f"{best:g}"
+            out.append(f"[plan] seed {self.a.select_seed}, {task}/{norm}, valid {what}: "
+                       f"{', '.join(cells)}; chosen {chosen}")  # fmt: skip
+        return out
