@@ -38,6 +38,11 @@ AS_PREEMPTION = dict.fromkeys(STOP_SIGNALS, signal.SIGTERM)
 STOPPED_EXITS = (*exitcodes.STOPPED.values(), -signal.SIGTERM)
 
 
+class JobStartError(RuntimeError):
+    """A job's process could not be started (its interpreter or working directory is missing or
+    unusable): one line that names what was run, where, and the system's reason."""
+
+
 def train_command(overrides: list[str]) -> list[str]:
     """The command line of one job: this interpreter's normlab.train with ``overrides``."""
     return [sys.executable, "-m", "normlab.train", *overrides]
@@ -80,15 +85,24 @@ class JobProcess:
         if self.log is not None:
             self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") if self.log is not None else contextlib.nullcontext() as f:
-            self.proc = subprocess.Popen(
-                self.argv,
-                cwd=self.cwd,
-                env=self.env,
-                stdout=f,
-                stderr=subprocess.STDOUT if f else None,
-                stdin=subprocess.DEVNULL if f else None,
-                preexec_fn=job_process_setup,
-            )
+            try:
+                self.proc = subprocess.Popen(
+                    self.argv,
+                    cwd=self.cwd,
+                    env=self.env,
+                    stdout=f,
+                    stderr=subprocess.STDOUT if f else None,
+                    stdin=subprocess.DEVNULL if f else None,
+                    preexec_fn=job_process_setup,
+                )
+            except (OSError, subprocess.SubprocessError) as e:
+                # a broken environment (a venv replaced mid-study, a checkout removed): the driver
+                # records the job as failed and goes on, and the job's log says why
+                reason = getattr(e, "strerror", None) or str(e)
+                line = f"could not start {self.argv[0]} (in {self.cwd or Path.cwd()}): {reason}"
+                if f:
+                    f.write(f"normlab: {line}\n".encode())
+                raise JobStartError(line) from e
         return self
 
     def poll(self) -> Optional[int]:

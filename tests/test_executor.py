@@ -1,8 +1,11 @@
 """The study executor's waiting: a run another process holds is waited for, and the wait ends when
-that process finishes the run (it is no longer planned), not at the budget."""
+that process finishes the run (it is no longer planned), not at the budget. Its failures: a job
+that cannot start is a failed job with a line in its log, not a driver's traceback, and jobs failing
+one after another stop the slice, whether or not one finished before them."""
 
 import json
 import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -85,3 +88,83 @@ def test_a_wait_on_a_held_run_ends_when_its_holder_finishes_it(tmp_path):
     assert any("is held by" in line for line in lines), lines
     assert not any(" start " in line for line in lines), lines
     assert out.trained == 0 and not out.failed and out.stopped is None
+
+
+def run_guarded(study, jobs: int = 1) -> tuple:
+    """The executor in the main thread (it handles stop signals), an alarm ending a hang."""
+    lines: list[str] = []
+
+    def hung(signum, frame):
+        raise TimeoutError(f"the executor still runs after 60 s: {lines}")
+
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    try:
+        out = Executor(study, jobs, say=lines.append).run()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    return out, lines
+
+
+class Jobs(OneRun):
+    """A study of several runs in order, each run with its own command line; a job that finishes
+    writes its summary as a run does."""
+
+    def __init__(self, root: Path, commands: list[list[str]]):
+        super().__init__(root)
+        self.all = [Job(f"job{i}/seed1") for i in range(len(commands))]
+        self.commands = dict(zip(self.all, commands))
+        self.started: list = []
+
+    def log(self, job):
+        return self.root / "logs" / f"{job.name.split('/')[0]}.log"
+
+    def plan(self):
+        return [j for j in self.all if self.summary(j).get("status") != "completed"]
+
+    def jobs(self):
+        return self.all
+
+    def command(self, job):
+        self.started.append(job)
+        return self.commands[job]
+
+    def copy(self, job):
+        pass
+
+
+def finishes(run_dir: Path) -> list[str]:
+    write = f"import json; open({str(run_dir / 'summary.json')!r}, 'w').write(json.dumps({{'status': 'completed'}}))"
+    return [sys.executable, "-c", write]
+
+
+def test_a_job_whose_interpreter_cannot_start_fails_with_its_reason_in_its_log(tmp_path, capsys):
+    missing = str(tmp_path / "venv" / "bin" / "python")  # a venv removed mid-study
+    study = Jobs(tmp_path, [[missing, "-m", "normlab.train"]] * 4)
+    out, lines = run_guarded(study)
+    assert out.failed == study.all[:3] and out.trained == 0 and out.stopped == "failures"
+    assert study.started == study.all[:3]  # the fourth is never started
+    log = study.log(study.all[0]).read_text()
+    assert log.startswith(f"normlab: could not start {missing}") and "No such file" in log, log
+    assert any("job0/seed1: failed (could not start" in line for line in lines), lines
+    assert "the first 3 jobs of this slice all failed" in capsys.readouterr().err
+
+
+def test_jobs_failing_in_a_row_after_one_finished_stop_the_slice(tmp_path, capsys):
+    study = Jobs(tmp_path, [["false"]] * 6)
+    study.commands[study.all[0]] = finishes(study.run_dir(study.all[0]))
+    study.run_dir(study.all[0]).mkdir(parents=True)
+    out, lines = run_guarded(study)
+    assert out.trained == 1 and out.failed == study.all[1:4] and out.stopped == "failures"
+    assert study.started == study.all[:4], lines
+    err = capsys.readouterr().err
+    assert "3 jobs in a row failed (after 1 finished)" in err and "job3.log" in err, err
+
+
+def test_a_job_that_finishes_between_failures_breaks_the_streak(tmp_path):
+    study = Jobs(tmp_path, [["false"], ["false"], None, ["false"], ["false"]])
+    study.commands[study.all[2]] = finishes(study.run_dir(study.all[2]))
+    study.run_dir(study.all[2]).mkdir(parents=True)
+    out, lines = run_guarded(study)
+    assert out.trained == 1 and len(out.failed) == 4 and out.stopped is None, lines

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..jobproc import AS_PREEMPTION, JobProcess, StopForwarding, status_of_exit
+from ..jobproc import AS_PREEMPTION, JobProcess, JobStartError, StopForwarding, status_of_exit
 from ..progress import eta_line
 from ..rundir import FINAL
 
@@ -39,7 +39,8 @@ class SliceResult:
     trained: int = 0  # jobs that ended with a final summary in this slice
     failed: list = field(default_factory=list)
     preempted: list = field(default_factory=list)  # stopped with a checkpoint, resumed next slice
-    stopped: Optional[str] = None  # "budget" or the signal's name, None when the plan ran out
+    stopped: Optional[str] = None  # "budget", "failures" or the signal's name; None: plan ran out
+    streak: int = 0  # jobs that failed since the last one that finished
 
 
 def prune_checkpoints(run_dir: Path) -> int:
@@ -100,6 +101,9 @@ class Executor:
             while True:
                 if not self.stop_signal and not self.over_budget():
                     self._launch(out, waiting)
+                if out.streak >= self.fail_fast:
+                    self._stop_on_failures(out)
+                    break
                 if not self.running:
                     if waiting and not self.stop_signal and not self.over_budget():
                         time.sleep(
@@ -109,27 +113,35 @@ class Executor:
                     break
                 time.sleep(POLL_S)
                 self._reap(out)
-                if len(out.failed) >= self.fail_fast and not out.trained:
-                    print(
-                        f"[{self.tag}] error: the first {len(out.failed)} jobs of this slice all failed; not "
-                        f"starting more. The last one's log: {self.study.log(out.failed[-1])}",
-                        file=sys.stderr,
-                        flush=True,
-                    )
-                    for p in self.running:
-                        p.send(signal.SIGTERM)
-                    while self.running:
-                        time.sleep(POLL_S)
-                        self._reap(out)
-                    break
-        if self.stop_signal:
+        if out.stopped is None and self.stop_signal:
             out.stopped = self.stop_signal
-        elif self.over_budget() and self.study.plan():
+        elif out.stopped is None and self.over_budget() and self.study.plan():
             out.stopped = "budget"
         return out
 
+    def _stop_on_failures(self, out: SliceResult) -> None:
+        """Jobs failing one after another say the environment or the data is broken, not the runs:
+        the slice stops before it marks the rest of the grid failed, the running jobs checkpoint."""
+        print(
+            f"[{self.tag}] error: "
+            + (
+                f"the first {out.streak} jobs of this slice all failed"
+                if not out.trained
+                else f"{out.streak} jobs in a row failed (after {out.trained} finished)"
+            )
+            + f"; not starting more. The last one's log: {self.study.log(out.failed[-1])}",
+            file=sys.stderr,
+            flush=True,
+        )
+        out.stopped = "failures"
+        for p in self.running:
+            p.send(signal.SIGTERM)
+        while self.running:
+            time.sleep(POLL_S)
+            self._reap(out)
+
     def _launch(self, out: SliceResult, waiting: dict) -> None:
-        if len(self.running) >= self.jobs:
+        if len(self.running) >= self.jobs or out.streak >= self.fail_fast:
             return  # planning reads every unfinished job's summary: not on every poll of a full slice
         busy = set(self.running.values())
         done_here = set(out.failed)
@@ -158,7 +170,14 @@ class Executor:
                 waiting[job] = holder
                 continue
             waiting.pop(job, None)
-            self.running[proc.start()] = job
+            try:
+                self.running[proc.start()] = job
+            except JobStartError as e:
+                self._failed(out, job, str(e))
+                done_here.add(job)
+                if out.streak >= self.fail_fast:
+                    return
+                continue
             if self.stop_signal:  # a stop that came while it started
                 proc.send(signal.SIGTERM)
             busy.add(job)
@@ -175,6 +194,7 @@ class Executor:
             if status in FINAL:
                 self.study.copy(job)  # and keeps one checkpoint
                 out.trained += 1
+                out.streak = 0
                 value = _valid(summary)
                 self.say(
                     f"[{self.tag}] {job.rel()}: {status}" + (f", valid {value}" if value else "")
@@ -197,8 +217,12 @@ class Executor:
             elif kind == "locked":
                 pass  # another process held it after all: planned again once its lock is free
             else:
-                out.failed.append(job)  # not retried in this slice: its log says why
-                self.say(f"[{self.tag}] {job.rel()}: failed (exit {rc}); log {self.study.log(job)}")
+                self._failed(out, job, f"exit {rc}")
+
+    def _failed(self, out: SliceResult, job, why: str) -> None:
+        out.failed.append(job)  # not retried in this slice: its log says why
+        out.streak += 1
+        self.say(f"[{self.tag}] {job.rel()}: failed ({why}); log {self.study.log(job)}")
 
 
 def _valid(summary: dict) -> str:
