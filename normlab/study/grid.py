@@ -1,13 +1,13 @@
 """Where a study's runs live and how one is trained: run root, staged copies, committed copies.
 
-A job is one normlab-train run: task, norm, lr (None = the preset), seed and a variant (overrides
-of the study's further axis, e.g. the placement). Its run directory is
+A job is one normlab-train run: task, norm, lr (None = the preset), seed and a variant (overrides of
+the study's further axis, e.g. the placement). Its run directory is
 ``<root>/<scale>/<name>/<task>/<norm>/[lr=<v>/][<variant>/]seed<k>`` under the run root of the
-study's commit (normlab.study.pin), its copy ``<copies>/<task>/<norm>/[lr=<v>/][<variant>/]seed<k>``. A job is finished when a final
-summary (completed or diverged) of the study's commit is found in its copy, its run directory, the
-results folder's committed copies or a sibling study's (the tuned grid shares the fixed grid's
-preset-lr runs). A selection run of the record (normlab.report.roles) counts for a selection job
-whatever its commit: the choice it made stays made.
+study's commit (normlab.study.pin), its copy the same path under ``<copies>/``. A job is finished
+when a final summary (completed or diverged) of the study's commit is found in its copy, its run
+directory, the results folder's committed copies or a sibling study's (the tuned grid shares the
+fixed grid's preset-lr runs). A selection run of the record (normlab.report.roles) counts for a
+selection job whatever its commit: the choice it made stays made.
 """
 
 from __future__ import annotations
@@ -96,8 +96,8 @@ class Study(ABC):
         self._runs: dict = {}
         self._knows_roles: dict[str, bool] = {}
         self._checkouts: dict[str, Path] = {}
-        # task -> its task config at the code trained (less the lr), when known: a selection run
-        # of another commit counts only if it was trained at it (a changed preset re-selects)
+        # task -> its task config at the code trained (its lr included), when known: a selection
+        # run of another commit counts only if it was trained at it (a changed preset re-selects)
         self.presets: dict[str, dict] = {}
         # task -> the commit of its copies when the study continues its results folder (commit_of)
         self.task_commits: dict[str, str] = {}
