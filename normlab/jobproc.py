@@ -99,6 +99,8 @@ class JobProcess:
                 # a broken environment (a venv replaced mid-study, a checkout removed): the driver
                 # records the job as failed and goes on, and the job's log says why
                 reason = getattr(e, "strerror", None) or str(e)
+                if getattr(e, "filename", None):  # the interpreter or the working directory
+                    reason += f": {e.filename}"
                 line = f"could not start {self.argv[0]} (in {self.cwd or Path.cwd()}): {reason}"
                 if f:
                     f.write(f"normlab: {line}\n".encode())

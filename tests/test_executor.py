@@ -147,8 +147,19 @@ def test_a_job_whose_interpreter_cannot_start_fails_with_its_reason_in_its_log(t
     assert study.started == study.all[:3]  # the fourth is never started
     log = study.log(study.all[0]).read_text()
     assert log.startswith(f"normlab: could not start {missing}") and "No such file" in log, log
+    assert log.rstrip().endswith(f": {missing}") and len(log.splitlines()) == 1, log
     assert any("job0/seed1: failed (could not start" in line for line in lines), lines
     assert "the first 3 jobs of this slice all failed" in capsys.readouterr().err
+
+
+def test_a_job_whose_checkout_is_gone_names_the_missing_folder(tmp_path):
+    study = Jobs(tmp_path, [[sys.executable, "-c", "pass"]])
+    gone = tmp_path / "code" / "e74a48389835"  # a pinned checkout removed mid-study
+    study.cwd_for = lambda job: gone
+    out, lines = run_guarded(study)
+    assert out.failed == study.all and out.trained == 0
+    log = study.log(study.all[0]).read_text()
+    assert log.rstrip().endswith(f"No such file or directory: {gone}"), log
 
 
 def test_jobs_failing_in_a_row_after_one_finished_stop_the_slice(tmp_path, capsys):
