@@ -8,7 +8,9 @@ stop when the driver dies without a word (SIGKILL, an allocation's end): the ker
 SIGTERM (PR_SET_PDEATHSIG). A restart meanwhile finds its run locked and waits for the lock
 instead of failing the run. ``budget_min``: no job starts after that many minutes; the running
 ones finish. Finished runs keep one checkpoint (best.pt, else last.pt): what the report, an
-evaluation and a resume of a finished run need, a third of the disk.
+evaluation and a resume of a finished run need, a third of the disk. A failed job is not retried
+in the slice; ``fail_fast`` jobs failing in a row (none finishing between them) stop the slice as
+a stop signal does: they say the environment or the data is broken, not the runs.
 
 The study (duck-typed) names its jobs: ``plan()`` the unfinished jobs whose prerequisites are met,
 in priority order (asked again after every job, as later stages appear); ``command(job)``,
