@@ -70,35 +70,23 @@ def test_a_wait_on_a_held_run_ends_when_its_holder_finishes_it(tmp_path):
         lock.__exit__(None, None, None)
 
     threading.Thread(target=finish, daemon=True).start()
-    lines: list[str] = []
-
-    def hung(signum, frame):
-        raise TimeoutError(f"the executor still waits after 30 s: {lines}")
-
-    # the executor handles stop signals, so it runs in the main thread; an alarm ends a hang
-    old = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(30)
     t0 = time.time()
-    try:
-        out = Executor(study, 1, say=lines.append).run()
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
+    out, lines = run_guarded(study, seconds=30)
     assert time.time() - t0 < 15
     assert any("is held by" in line for line in lines), lines
     assert not any(" start " in line for line in lines), lines
     assert out.trained == 0 and not out.failed and out.stopped is None
 
 
-def run_guarded(study, jobs: int = 1) -> tuple:
+def run_guarded(study, jobs: int = 1, seconds: int = 60) -> tuple:
     """The executor in the main thread (it handles stop signals), an alarm ending a hang."""
     lines: list[str] = []
 
     def hung(signum, frame):
-        raise TimeoutError(f"the executor still runs after 60 s: {lines}")
+        raise TimeoutError(f"the executor still runs after {seconds} s: {lines}")
 
     old = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(60)
+    signal.alarm(seconds)
     try:
         out = Executor(study, jobs, say=lines.append).run()
     finally:
@@ -108,14 +96,20 @@ def run_guarded(study, jobs: int = 1) -> tuple:
 
 
 class Jobs(OneRun):
-    """A study of several runs in order, each run with its own command line; a job that finishes
-    writes its summary as a run does."""
+    """A study of several runs in order, each run with its own command line; None: a job that
+    finishes, writing its summary as a run does."""
 
-    def __init__(self, root: Path, commands: list[list[str]]):
+    def __init__(self, root: Path, commands: list):
         super().__init__(root)
         self.all = [Job(f"job{i}/seed1") for i in range(len(commands))]
-        self.commands = dict(zip(self.all, commands))
+        self.commands = {j: c or self.finishes(j) for j, c in zip(self.all, commands)}
         self.started: list = []
+
+    def finishes(self, job) -> list[str]:
+        summary = self.run_dir(job) / "summary.json"
+        summary.parent.mkdir(parents=True)
+        write = f"open({str(summary)!r}, 'w').write('{{\"status\": \"completed\"}}')"
+        return [sys.executable, "-c", write]
 
     def log(self, job):
         return self.root / "logs" / f"{job.name.split('/')[0]}.log"
@@ -132,11 +126,6 @@ class Jobs(OneRun):
 
     def copy(self, job):
         pass
-
-
-def finishes(run_dir: Path) -> list[str]:
-    write = f"import json; open({str(run_dir / 'summary.json')!r}, 'w').write(json.dumps({{'status': 'completed'}}))"
-    return [sys.executable, "-c", write]
 
 
 def test_a_job_whose_interpreter_cannot_start_fails_with_its_reason_in_its_log(tmp_path, capsys):
@@ -163,9 +152,7 @@ def test_a_job_whose_checkout_is_gone_names_the_missing_folder(tmp_path):
 
 
 def test_jobs_failing_in_a_row_after_one_finished_stop_the_slice(tmp_path, capsys):
-    study = Jobs(tmp_path, [["false"]] * 6)
-    study.commands[study.all[0]] = finishes(study.run_dir(study.all[0]))
-    study.run_dir(study.all[0]).mkdir(parents=True)
+    study = Jobs(tmp_path, [None] + [["false"]] * 5)
     out, lines = run_guarded(study)
     assert out.trained == 1 and out.failed == study.all[1:4] and out.stopped == "failures"
     assert study.started == study.all[:4], lines
@@ -175,7 +162,5 @@ def test_jobs_failing_in_a_row_after_one_finished_stop_the_slice(tmp_path, capsy
 
 def test_a_job_that_finishes_between_failures_breaks_the_streak(tmp_path):
     study = Jobs(tmp_path, [["false"], ["false"], None, ["false"], ["false"]])
-    study.commands[study.all[2]] = finishes(study.run_dir(study.all[2]))
-    study.run_dir(study.all[2]).mkdir(parents=True)
     out, lines = run_guarded(study)
     assert out.trained == 1 and len(out.failed) == 4 and out.stopped is None, lines

@@ -115,10 +115,9 @@ class Executor:
                     break
                 time.sleep(POLL_S)
                 self._reap(out)
-        if out.stopped is None and self.stop_signal:
-            out.stopped = self.stop_signal
-        elif out.stopped is None and self.over_budget() and self.study.plan():
-            out.stopped = "budget"
+        if out.stopped is None:  # a stop on failures says so already
+            over = self.over_budget() and self.study.plan()
+            out.stopped = self.stop_signal or ("budget" if over else None)
         return out
 
     def _stop_on_failures(self, out: SliceResult) -> None:
@@ -151,7 +150,7 @@ class Executor:
         for job in [j for j in waiting if j not in planned]:
             del waiting[job]  # its holder finished it meanwhile: nothing is left to wait for
         for job in planned:
-            if len(self.running) >= self.jobs:
+            if len(self.running) >= self.jobs or out.streak >= self.fail_fast:
                 return
             if job in busy or job in done_here:
                 continue
@@ -177,8 +176,6 @@ class Executor:
             except JobStartError as e:
                 self._failed(out, job, str(e))
                 done_here.add(job)
-                if out.streak >= self.fail_fast:
-                    return
                 continue
             if self.stop_signal:  # a stop that came while it started
                 proc.send(signal.SIGTERM)
