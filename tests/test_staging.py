@@ -111,7 +111,7 @@ def test_promotion_replaces_a_re_selected_tasks_selection_copies_and_keeps_the_o
     every copy of the tasks it did not re-train."""
     import yaml
 
-    from normlab.study.grid import FixedGrid
+    from normlab.study.fixed_grid import FixedGrid
 
     out = tmp_path / "results" / "mini-tuned"
     runs, stage = out / "runs", staging.staging_dir(out) / "runs"

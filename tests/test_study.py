@@ -592,7 +592,8 @@ def test_the_driver_refuses_bad_arguments_in_one_line(flags, match, capsys):
 def test_a_run_root_with_a_comma_reaches_the_job_as_one_path(tmp_path):
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from normlab.study.grid import FixedGrid, Job
+    from normlab.study.fixed_grid import FixedGrid
+    from normlab.study.grid import Job
 
     root = tmp_path / "my runs, v2"
     grid = FixedGrid(
@@ -613,7 +614,8 @@ def test_a_selection_run_of_an_older_preset_chooses_nothing(tmp_path):
 
     import yaml
 
-    from normlab.study.grid import FixedGrid, Job
+    from normlab.study.fixed_grid import FixedGrid
+    from normlab.study.grid import Job
 
     old = {"data": {"train_bytes": 40000}, "model": {"layers": 12}, "train": {"lr": 3e-3}}
     at_preset, own = Job("enwik8", "layernorm", None, 1), Job("enwik8", "layernorm", 1e-3, 1)

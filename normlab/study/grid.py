@@ -275,29 +275,3 @@ class Study(ABC):
             export_if_changed(src, self.copy_dir(job))
         if self.summary(job):
             prune_checkpoints(self.run_dir(job))
-
-
-class FixedGrid(Study):
-    """tasks x norms x variants x seeds at the preset lr (the fixed-lr grid, the pre-norm and the
-    placement studies); ``variants``: override lists, one per point of the study's own axis."""
-
-    def __init__(
-        self,
-        tasks: list[str],
-        norms: list[str],
-        seeds: list[int],
-        variants: Sequence[Sequence[str]] = ((),),
-        **kw,
-    ):
-        super().__init__(**kw)
-        self.tasks, self.norms, self.seeds = tasks, norms, seeds
-        self.variants = [tuple(v) for v in variants]
-
-    def jobs(self) -> list[Job]:
-        return [
-            Job(t, n, None, s, v)
-            for t in self.tasks
-            for n in self.norms
-            for v in self.variants
-            for s in self.seeds
-        ]

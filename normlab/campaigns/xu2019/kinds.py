@@ -12,7 +12,8 @@ from typing import Optional
 
 from ...report import find_runs
 from ...study import plan as planning
-from ...study.grid import FixedGrid, Study
+from ...study.fixed_grid import FixedGrid
+from ...study.grid import Study
 from .request import Request
 from .studies import out_folder
 

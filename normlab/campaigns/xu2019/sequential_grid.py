@@ -20,7 +20,8 @@ from ...report.aggregate import Grid
 from ...report.axis import task_of
 from ...report.claims import futility, settings
 from ...report.trained import gate_with
-from ...study.grid import FixedGrid, Job
+from ...study.fixed_grid import FixedGrid
+from ...study.grid import Job
 from .family import apply
 from .findings import findings, look_sizes
 

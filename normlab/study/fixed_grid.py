@@ -1,0 +1,35 @@
+"""The fixed-lr grid: every task x norm x variant x seed at the preset lr (the primary, the pre-norm
+and the placement studies); the tuned grid, whose lrs follow from its selection runs, is the
+campaign's own (normlab.campaigns.xu2019.tuned_grid)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from .grid import Job, Study
+
+
+class FixedGrid(Study):
+    """tasks x norms x variants x seeds at the preset lr (the fixed-lr grid, the pre-norm and the
+    placement studies); ``variants``: override lists, one per point of the study's own axis."""
+
+    def __init__(
+        self,
+        tasks: list[str],
+        norms: list[str],
+        seeds: list[int],
+        variants: Sequence[Sequence[str]] = ((),),
+        **kw,
+    ):
+        super().__init__(**kw)
+        self.tasks, self.norms, self.seeds = tasks, norms, seeds
+        self.variants = [tuple(v) for v in variants]
+
+    def jobs(self) -> list[Job]:
+        return [
+            Job(t, n, None, s, v)
+            for t in self.tasks
+            for n in self.norms
+            for v in self.variants
+            for s in self.seeds
+        ]
