@@ -463,13 +463,19 @@ def test_a_study_retrained_for_some_tasks_keeps_the_others_at_their_commit(
     assert list((tmp_path / "runs" / first[:12]).rglob("sst2/layernorm/seed3/summary.json"))
     rec = json.loads((res / "reproduce.json").read_text())
     assert rec["task_commits"] == {"rt": second, "sst2": first}
+    # --until-resolved naming the folder's commit (a chained study must name one) continues it too;
+    # it used to re-train the kept task's reported seeds at the named commit
+    look = ["--tasks", "rt,sst2", "--seeds", "2,3,4,5,6", "--until-resolved"]
+    out = drive(*look, "--plan", "--commit", second[:12])
+    assert "10 runs of this study: 4 done, 6 to train" in out, out
+    assert f"sst2 at {first[:12]}" in out, out
     # --until-resolved (its first look: seeds 2-6) continues the folder even while a sibling's
     # staged copies pin the commit: sst2's copies count at their own commit, its new seeds train there
     sibling = repo / "results" / "staging" / "smoke-enwik8-prenorm" / "runs" / "enwik8" / "none"
     (sibling / "seed2").mkdir(parents=True)
     summary = {"task": "enwik8", "status": "completed", "git_commit": second, "git_dirty": False}
     (sibling / "seed2" / "summary.json").write_text(json.dumps(summary))
-    out = drive("--tasks", "rt,sst2", "--seeds", "2,3,4,5,6", "--until-resolved")
+    out = drive(*look)
     assert "the commit is the staged studies: 10 runs, 4 finished, 6 to train" in out, out[-2000:]
     assert f"sst2 at {first[:12]}" in out and "study complete" in out, out[-2000:]
     assert (commit_of("rt", 6), commit_of("sst2", 6)) == (second, first)

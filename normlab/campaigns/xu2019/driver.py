@@ -135,10 +135,13 @@ def run(r: Request, kind: Fixed) -> int:
     r.root = pin.root_for(r.root, commit, dirty)
     grid = kind.grid(commit, dirty, code)
     # Continuing the folder (a pass pinned by its reported copies, or --until-resolved, which adds
-    # seeds to the folder's rows even while a sibling's staged copies pin the commit): each task at
-    # its own commit; a later slice finds them in its staged copies.
+    # seeds to the folder's rows even while a sibling's staged copies pin the commit, or names their
+    # commit as a chained study must): each task at its own commit; a later slice finds them in its
+    # staged copies. A plain --commit re-trains the tasks it is given at that commit.
     continues = source.startswith(staging.REPORTED) or (
-        r.until_resolved and not r.commit and not (stage / "runs").exists()
+        r.until_resolved
+        and not (stage / "runs").exists()
+        and (not r.commit or commit == staging.reported_commit(r.out / "runs"))
     )
     try:
         if continues:
