@@ -104,6 +104,24 @@ def tuned(args, cwd, data_dir):
     )
 
 
+def test_the_lr_figure_has_one_legend_naming_every_norm_drawn_in_any_panel():
+    # a task re-run for some norms only (the first panel here) holds fewer lines than the others:
+    # the legend used to be the first panel's, and left out the norms only the others drew
+    import matplotlib.pyplot as plt
+
+    from normlab.campaigns.xu2019.tuned_figure import figure_legend
+
+    fig, (first, second) = plt.subplots(1, 2)
+    first.plot([1, 2], [1, 2], label="LayerNorm")
+    first.plot([1], [2], marker="o")  # a ring: no legend entry
+    second.plot([1, 2], [2, 1], label="DyT")
+    second.plot([1, 2], [1, 2], label="LayerNorm")
+    figure_legend(fig, ["layernorm", "dyt", "layernorm"])
+    assert not first.get_legend() and len(fig.legends) == 1
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["LayerNorm", "DyT"]
+    plt.close(fig)
+
+
 @pytest.mark.slow  # make test-slow: about 80 s
 def test_tuned_comparison_end_to_end_and_continued_from_copies(tmp_path, data_dir):
     args = [

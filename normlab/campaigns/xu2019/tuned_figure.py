@@ -11,9 +11,21 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ...report.aggregate import NORM_LABELS, data_sentence  # noqa: E402
+from ...report.aggregate import NORM_LABELS, data_sentence, norm_sort_key  # noqa: E402
 from ...report.style import norm_style  # noqa: E402
 from ...rundir import criterion  # noqa: E402
+
+
+def figure_legend(fig, norms: list[str]) -> None:
+    """One legend for the whole figure, every norm drawn in any panel in the norms' order: a task
+    re-run for some norms only holds fewer lines than the others, so no one panel's legend will do."""
+    lines = {}
+    for ax in fig.axes:
+        for line, label in zip(*ax.get_legend_handles_labels()):
+            lines.setdefault(label, line)
+    labels = [NORM_LABELS.get(n, n) for n in sorted(set(norms), key=norm_sort_key)]
+    labels = [x for x in labels if x in lines]
+    fig.legend([lines[x] for x in labels], labels, fontsize=7, loc="outside right upper")
 
 
 def lr_figure(sw, out: Path) -> Optional[str]:
@@ -71,7 +83,7 @@ def lr_figure(sw, out: Path) -> Optional[str]:
         )  # half-octave ticks: upright labels run into each other
     for ax in list(axes.flat)[len(tasks) :]:
         ax.axis("off")
-    axes.flat[0].legend(fontsize=6)
+    figure_legend(fig, [k[1] for k in keys])
     (out / "figures").mkdir(parents=True, exist_ok=True)
     for ext in ("png", "pdf"):
         fig.savefig(out / "figures" / f"lr_sensitivity.{ext}", dpi=150)
