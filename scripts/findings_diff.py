@@ -5,8 +5,8 @@ after, and every row whose verdict, seeds or difference changed.
     python scripts/findings_diff.py 5cc4178 HEAD results/mini-tuned
     python scripts/findings_diff.py old/results/mini results/mini   # two folders
 
-Each version is a git revision (the folder's findings.csv as committed there) or a folder that
-holds a findings.csv. A row is a claim on a task; its verdict is the one the table reports (after
+Each version is a git revision (the folder's claims table as committed there) or a folder that
+holds one: findings.csv, or the tuned study's tuned_findings.csv (each norm at its own lr). A row is a claim on a task; its verdict is the one the table reports (after
 Holm in the primary family). A row that went from unresolved to decided with more seeds is a row
 resolved by added seeds: the table says how many seeds it took. Prints Markdown; exit 2 when a
 version has no findings table.
@@ -30,18 +30,28 @@ class NoFindings(Exception):
     pass
 
 
+# a folder's claims table: the fixed-lr studies', else the tuned study's (each norm at its own lr)
+TABLES = ("findings.csv", "tuned_findings.csv")
+
+
 def read(version: str, folder: str) -> tuple[str, dict]:
-    """(label, {(claim, task): row}) of one version's findings.csv."""
+    """(label, {(claim, task): row}) of one version's claims table (TABLES, the first there)."""
     path = Path(version)
     if path.is_dir():
-        if not (path / "findings.csv").is_file():
-            raise NoFindings(f"{path}/findings.csv: no such file (a folder the report wrote)")
-        text, label = (path / "findings.csv").read_text(), str(path)
+        found = [path / t for t in TABLES if (path / t).is_file()]
+        if not found:
+            raise NoFindings(f"{path}: no {' or '.join(TABLES)} (a folder the report wrote)")
+        text, label = found[0].read_text(), str(path)
     else:
-        spec = f"{version}:{folder}/findings.csv"
-        got = subprocess.run(["git", "show", spec], capture_output=True, text=True)
-        if got.returncode:
-            raise NoFindings(f"{spec}: {got.stderr.strip().splitlines()[-1]}")
+        for table in TABLES:
+            got = subprocess.run(
+                ["git", "show", f"{version}:{folder}/{table}"], capture_output=True, text=True
+            )
+            if got.returncode == 0:
+                break
+        else:
+            why = got.stderr.strip().splitlines()[-1]
+            raise NoFindings(f"{version}:{folder}: no {' or '.join(TABLES)} ({why})")
         text, label = got.stdout, version
     rows = csv.DictReader(io.StringIO(text))
     return label, {(r["claim"], r["task"]): r for r in rows if r.get("form")}  # not the caption

@@ -15,9 +15,9 @@ ADA = "AdaNorm improves on LayerNorm: AdaNorm > LayerNorm"
 SIMPLE = "Bias and gain do not help: LayerNorm-simple ≥ LayerNorm"
 
 
-def write(folder: Path, rows: list[list[str]]) -> None:
+def write(folder: Path, rows: list[list[str]], table: str = "findings.csv") -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / "findings.csv", "w", newline="") as f:
+    with open(folder / table, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(COLUMNS)
         w.writerows(rows)
@@ -82,5 +82,25 @@ def test_two_folders_and_a_version_without_findings(tmp_path):
     assert out.returncode == 2
     assert (
         out.stderr.strip()
-        == "findings_diff: empty/findings.csv: no such file (a folder the report wrote)"
+        == "findings_diff: empty: no findings.csv or tuned_findings.csv (a folder the report wrote)"
     )
+
+
+def test_the_tuned_folder_is_read_from_its_own_claims_table(tmp_path):
+    # the tuned study writes its claims at each norm's own lr to tuned_findings.csv, no findings.csv:
+    # the diff used to stop at "findings.csv does not exist" for it, at a commit and in a folder
+    git = lambda *a: subprocess.run(
+        ["git", "-C", str(tmp_path), *a], check=True, capture_output=True
+    )  # noqa: E731
+    git("init", "-q")
+    write(tmp_path / "results" / "mini-tuned", BEFORE, "tuned_findings.csv")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "before")
+    write(tmp_path / "results" / "mini-tuned", AFTER, "tuned_findings.csv")
+    out = run(tmp_path, "HEAD", "results/mini-tuned")
+    assert out.returncode == 0, out.stderr
+    assert f"| {ADA} | unresolved 1, untested 1 | supported 1, refuted 1 |" in out.stdout
+    assert "Rows that changed: 3 of 4." in out.stdout
+    out = run(tmp_path, "HEAD~0", "HEAD", "results/nothing")
+    assert out.returncode == 2
+    assert out.stderr.startswith("findings_diff: HEAD~0:results/nothing: no findings.csv or tuned")
