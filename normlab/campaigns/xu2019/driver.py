@@ -134,14 +134,16 @@ def run(r: Request, kind: Fixed) -> int:
         return 2
     r.root = pin.root_for(r.root, commit, dirty)
     grid = kind.grid(commit, dirty, code)
-    # Continuing the folder (a pass pinned by its reported copies, or --until-resolved, which adds
-    # seeds to the folder's rows even while a sibling's staged copies pin the commit, or names their
-    # commit as a chained study must): each task at its own commit; a later slice finds them in its
-    # staged copies. A plain --commit re-trains the tasks it is given at that commit.
+    # Continuing the folder, each task at its own commit (a later slice finds them in its staged
+    # copies): a pass pinned by its reported copies or by a sibling's staged ones at the same commit
+    # (a complete study stays complete while another is in slices); --until-resolved, which adds
+    # seeds to the folder's rows whatever pins the commit, or names theirs as a chained study must.
+    # A plain --commit re-trains the tasks it is given at that commit.
+    fresh = not (stage / "runs").exists()
+    same = fresh and commit == staging.reported_commit(r.out / "runs")
     continues = source.startswith(staging.REPORTED) or (
-        r.until_resolved
-        and not (stage / "runs").exists()
-        and (not r.commit or commit == staging.reported_commit(r.out / "runs"))
+        (same and (not r.commit or r.until_resolved))
+        or (fresh and r.until_resolved and not r.commit)
     )
     try:
         if continues:
