@@ -459,6 +459,7 @@ def test_a_study_retrained_for_some_tasks_keeps_the_others_at_their_commit(
     out = drive("--tasks", "rt,sst2", "--seeds", "2,3")
     assert f"at commit {second[:12]}: " in out and "the commit is the staged studies" in out, out
     assert "study complete: 4 staged copies replace 2 reported ones" in out, out[-2000:]
+    assert f"at {second[:12]}, tasks kept at {first[:12]}) ->" in out, out[-2000:]
     assert (commit_of("rt", 3), commit_of("sst2", 3)) == (second, first)
     assert list((tmp_path / "runs" / first[:12]).rglob("sst2/layernorm/seed3/summary.json"))
     rec = json.loads((res / "reproduce.json").read_text())

@@ -277,9 +277,11 @@ def run(r: Request, kind: Fixed) -> int:
     log_to_wandb(r, record, bool(runs))
     print(written["main"].markdown())
     status = record["runs"]
+    kept = sorted({c[:12] for c in commits.values()} - {commit[:12]})
     print(
         f"[{tag}] {len(runs)} run copies ({', '.join(f'{v} {k}' for k, v in sorted(status.items()))} at "
-        f"{commit[:12]}) -> {r.out} in {session['wall_time_s']:.0f} s; {trained} trained this slice"
+        f"{commit[:12]}{', tasks kept at ' + ', '.join(kept) if kept else ''}) -> {r.out} in "
+        f"{session['wall_time_s']:.0f} s; {trained} trained this slice"
     )
     return 0
 
