@@ -139,3 +139,29 @@ def test_promotion_replaces_a_re_selected_tasks_selection_copies_and_keeps_the_o
         "sst2/layernorm/lr=0.003/seed1",
         "sst2/layernorm/seed2",
     ]
+
+
+def test_which_passes_continue_the_folder_each_task_at_its_own_commit(tmp_path):
+    """A pass continues its results folder (each task at the commit the folder reports for it)
+    unless it names a commit to re-train at; --until-resolved adds seeds to the folder's rows, so it
+    continues even when it names one, as long as it is the folder's."""
+    out = tmp_path / "results" / "mini"
+    old, new = pin.git("rev-parse", "HEAD~1"), pin.head()
+    copy(out / "runs", "sst2/layernorm", 2, old, roles.EVALUATION)
+    copy(out / "runs", "rt/layernorm", 2, new, roles.EVALUATION)
+
+    def continues(commit, source="the staged studies", named=False, until_resolved=False):
+        return staging.continues_folder(out, commit, source, named, until_resolved)
+
+    assert continues(new, source=f"{staging.REPORTED} mini/runs")
+    # a sibling's staged copies pin the folder's own commit: the complete study stays complete
+    assert continues(new) and not continues("c" * 40)
+    # a plain --commit re-trains the tasks it is given there, even at the folder's commit
+    assert not continues(new, named=True)
+    # seeds added until rows resolve: at the folder's commits, named (a chain must) or not
+    assert continues(new, named=True, until_resolved=True)
+    assert continues("c" * 40, until_resolved=True)
+    assert not continues("c" * 40, named=True, until_resolved=True)
+    # once the study has staged copies, they say which tasks it keeps (staging.kept_tasks)
+    copy(staging.staging_dir(out) / "runs", "rt/layernorm", 3, new, roles.EVALUATION)
+    assert not continues(new) and not continues(new, until_resolved=True)

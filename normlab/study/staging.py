@@ -123,6 +123,24 @@ def reported_commit(runs: Path) -> Optional[str]:
     return pin.newest(commits)
 
 
+def continues_folder(
+    out: Path, commit: str, source: str, named: bool, until_resolved: bool
+) -> bool:
+    """Whether a pass at ``commit`` continues ``out``'s folder, each task at the commit the folder
+    reports for it (a later slice finds them in its staged copies): one pinned by the folder's
+    reported copies, or by a sibling's staged ones at the same commit (a complete study stays
+    complete while another is in slices); one with --until-resolved, which adds seeds to the
+    folder's rows, unless it names (``named``: --commit) another commit than theirs. A plain
+    --commit re-trains the tasks it is given at that commit."""
+    if source.startswith(REPORTED):
+        return True
+    if (staging_dir(out) / "runs").exists():
+        return False
+    if until_resolved and not named:
+        return True
+    return (until_resolved or not named) and commit == reported_commit(Path(out) / "runs")
+
+
 def kept_tasks(out: Path, commit: str) -> dict[str, str]:
     """task -> commit of the tasks that the staged copies of ``out``'s study hold at another commit
     than the study's ``commit``: those a pass continuing the results folder kept at their own (and

@@ -134,19 +134,8 @@ def run(r: Request, kind: Fixed) -> int:
         return 2
     r.root = pin.root_for(r.root, commit, dirty)
     grid = kind.grid(commit, dirty, code)
-    # Continuing the folder, each task at its own commit (a later slice finds them in its staged
-    # copies): a pass pinned by its reported copies or by a sibling's staged ones at the same commit
-    # (a complete study stays complete while another is in slices); --until-resolved, which adds
-    # seeds to the folder's rows whatever pins the commit, or names theirs as a chained study must.
-    # A plain --commit re-trains the tasks it is given at that commit.
-    fresh = not (stage / "runs").exists()
-    same = fresh and commit == staging.reported_commit(r.out / "runs")
-    continues = source.startswith(staging.REPORTED) or (
-        (same and (not r.commit or r.until_resolved))
-        or (fresh and r.until_resolved and not r.commit)
-    )
     try:
-        if continues:
+        if staging.continues_folder(r.out, commit, source, bool(r.commit), r.until_resolved):
             grid.task_commits = pin.task_commits(r.out / "runs", keep=staging.trained_by_study)
         elif not dirty:
             grid.task_commits = staging.kept_tasks(r.out, commit)
