@@ -5,11 +5,11 @@ after, and every row whose verdict, seeds or difference changed.
     python scripts/findings_diff.py 5cc4178 HEAD results/mini-tuned
     python scripts/findings_diff.py old/results/mini results/mini   # two folders
 
-Each version is a git revision (the folder's claims table as committed there) or a folder that
-holds one: findings.csv, or the tuned study's tuned_findings.csv (each norm at its own lr). A row is a claim on a task; its verdict is the one the table reports (after
-Holm in the primary family). A row that went from unresolved to decided with more seeds is a row
-resolved by added seeds: the table says how many seeds it took. Prints Markdown; exit 2 when a
-version has no findings table.
+Each version is a git revision (the folder's claims table as committed there) or a folder that holds
+one: findings.csv, or the tuned study's tuned_findings.csv (each norm at its own lr). A row is a
+claim on a task; its verdict is the one the table reports (after Holm in the primary family). A row
+that went from unresolved to decided with more seeds is a row resolved by added seeds: the table
+says how many seeds it took. Prints Markdown; exit 2 when a version has no findings table.
 """
 
 from __future__ import annotations

@@ -470,17 +470,17 @@ def test_a_study_retrained_for_some_tasks_keeps_the_others_at_their_commit(
     out = drive(*look, "--plan", "--commit", second[:12])
     assert "10 runs of this study: 4 done, 6 to train" in out, out
     assert f"sst2 at {first[:12]}" in out, out
-    # --until-resolved (its first look: seeds 2-6) continues the folder even while a sibling's
-    # staged copies pin the commit: sst2's copies count at their own commit, its new seeds train there
+    # a complete study stays complete while a sibling's staged copies pin the same commit: it used
+    # to take the kept task for unfinished and re-train its seeds there
     sibling = repo / "results" / "staging" / "smoke-enwik8-prenorm" / "runs" / "enwik8" / "none"
     (sibling / "seed2").mkdir(parents=True)
     summary = {"task": "enwik8", "status": "completed", "git_commit": second, "git_dirty": False}
     (sibling / "seed2" / "summary.json").write_text(json.dumps(summary))
-    # a complete study stays complete while a sibling's staged copies pin the same commit: it used
-    # to take the kept task for unfinished and re-train its seeds there
     out = drive("--tasks", "rt,sst2", "--seeds", "2,3", "--plan")
     assert "the commit is the staged studies" in out, out
     assert "4 runs of this study: 4 done, 0 to train" in out, out
+    # --until-resolved (its first look: seeds 2-6) continues the folder even while a sibling's
+    # staged copies pin the commit: sst2's copies count at their own commit, its new seeds train there
     out = drive(*look)
     assert "the commit is the staged studies: 10 runs, 4 finished, 6 to train" in out, out[-2000:]
     assert f"sst2 at {first[:12]}" in out and "study complete" in out, out[-2000:]
