@@ -629,7 +629,8 @@ def test_a_selection_run_of_an_older_preset_chooses_nothing(tmp_path):
     from normlab.study.fixed_grid import FixedGrid
     from normlab.study.grid import Job
 
-    old = {"data": {"train_bytes": 40000}, "model": {"layers": 12}, "train": {"lr": 3e-3}}
+    old = {"data": {"train_bytes": 40000, "train_limit_seed": 0}, "model": {"layers": 12},
+           "train": {"lr": 3e-3}}  # fmt: skip
     at_preset, own = Job("enwik8", "layernorm", None, 1), Job("enwik8", "layernorm", 1e-3, 1)
     for job in (at_preset, own):
         d = tmp_path / "committed" / job.rel()
@@ -651,8 +652,13 @@ def test_a_selection_run_of_an_older_preset_chooses_nothing(tmp_path):
 
     new = {"data": {"train_bytes": 0}, "model": {"layers": 4}, "train": {"lr": 2e-3}}
     lr_only = {**old, "train": {"lr": 2e-3}}  # a preset that changed its lr alone
+    # the subset's draw is a seed: a preset that draws each run's own keeps the choice made on
+    # another draw; one that trains on more or fewer examples does not
+    draw = {**old, "data": {**old["data"], "train_limit_seed": "run"}}
+    limit = {**old, "data": {**old["data"], "train_limit": 4000}}
     for preset, accepted in ((None, {at_preset, own}), (old, {at_preset, own}), (new, set()),
-                             (lr_only, {own})):  # fmt: skip
+                             (lr_only, {own}), (draw, {at_preset, own}),
+                             (limit, set())):  # fmt: skip
         g = grid(preset)
         assert {j for j in (at_preset, own) if g.summary(j)} == accepted, preset
 

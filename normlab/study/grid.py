@@ -52,6 +52,15 @@ def without_lr(task: dict) -> dict:
     return {**task, "train": {k: v for k, v in (task.get("train") or {}).items() if k != "lr"}}
 
 
+def without_draw(task: dict) -> dict:
+    """A task config less its training subset's draw (``data.train_limit_seed``). The draw is a
+    seed, like the run's: an lr chosen on one random subset is chosen no worse than on another,
+    so a changed draw keeps a choice made, as a changed seed would. How many examples the subset
+    holds (``train_limit``) is the experiment's and stays compared."""
+    data = {k: v for k, v in (task.get("data") or {}).items() if k != "train_limit_seed"}
+    return {**task, "data": data}
+
+
 def variant_segment(variant: Sequence[str]) -> str:
     """``layernorm_scaling=true,placement=pre``: each override by the last part of its key, sorted
     (the driver composes no config, so it cannot take normlab.setting's shortest unique names)."""
@@ -160,7 +169,8 @@ class Study(ABC):
 
     def at_preset(self, where: Path, task: str, with_lr: bool = False) -> bool:
         """Whether the run in ``where`` was trained at ``task``'s preset (True when unknown): its
-        task config less the lr (a selection run's own), or with it (``with_lr``)."""
+        task config less the subset's draw and the lr (a selection run's own), or with the lr
+        (``with_lr``)."""
         preset = self.presets.get(task)
         if preset is None:
             return True
@@ -168,6 +178,7 @@ class Study(ABC):
             task = dict(read_yaml(Path(where) / "config.yaml")["task"])
         except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError):
             return False
+        task, preset = without_draw(task), without_draw(preset)
         if not with_lr:
             task, preset = without_lr(task), without_lr(preset)
         return not same_experiment({"task": task}, {"task": preset})
