@@ -700,7 +700,7 @@ def test_the_tuned_lr_grid_is_centred_on_the_preset_the_study_trains_at(tmp_path
     assert "0.002 (preset) 2.917" in line and line.endswith("; chosen pending")
 
 
-@pytest.mark.slow  # make test-slow: about a minute and a half
+@pytest.mark.slow  # make test-slow: about two minutes
 def test_until_resolved_adds_the_next_looks_seeds_to_unresolved_rows(clone, data_dir, tmp_path):
     from normlab.campaigns.xu2019.family import apply
     from normlab.campaigns.xu2019.findings import findings
@@ -736,3 +736,21 @@ def test_until_resolved_adds_the_next_looks_seeds_to_unresolved_rows(clone, data
     assert open_ == {"adanorm", "layernorm"}
     row = next(r for r in (res / "findings.md").read_text().splitlines() if "AdaNorm > " in r)
     assert "| A > B | " in row and "| 10 |" in row
+    # a study ended at a look (--max-seeds) is reported; a later pass with the declared looks
+    # continues the folder from its copies alone (another run root, as on a fresh clone): the
+    # seeds of the looks made never train again, and the row the second look left open gains the
+    # third look's seeds (12-16) or is stopped for futility
+    more = [a for a in args if a not in ("--max-seeds", "10")] + ["--plan"]
+    more[more.index("--root") + 1] = str(tmp_path / "other-runs")
+    lines = []
+    assert finish(start(clone, data_dir, DRIVER, more), lines) == 0, "".join(lines)[-3000:]
+    out = "".join(lines)
+    found = re.search(r"(\d+) runs of this study: 20 done, (\d+) to train", out)
+    assert found, out[-3000:]
+    total, left = map(int, found.groups())
+    assert total == 20 + left, out[-3000:]
+    seeds = {int(m) for m in re.findall(r"seed(\d+) +to train", out)}
+    if left:
+        assert left == 10 and seeds == set(range(12, 17)), out[-3000:]
+    else:
+        assert "gain no more seeds" in out and "adanorm_improves on synthetic_cls" in out, out
