@@ -342,7 +342,7 @@ def test_data_table_states_a_precision_other_than_fp32(tmp_path):
 
 
 def test_data_note_counts_translation_pairs_used(tmp_path):
-    from normlab.report.aggregate import data_note
+    from normlab.report.data_notes import data_note
     from normlab.report.runs import Run
 
     old = {

@@ -515,18 +515,23 @@ def test_a_seed_with_no_role_is_refused(tmp_path):
 
 
 def test_per_seed_subsets_are_one_data_note_naming_the_seeds():
-    from normlab.report.aggregate import data_note
+    from normlab.report.data_notes import data_note
     from normlab.report.runs import Run
 
-    def run(seed):
-        subset = f"SUBSET: training on a seeded random 4,000 (task.data.train_limit=4000, train_limit_seed={seed})"
+    def run(seed, drawn=None):
+        drawn = seed if drawn is None else drawn
+        subset = f"SUBSET: training on a seeded random 4,000 (task.data.train_limit=4000, train_limit_seed={drawn})"
         # each seed's subset builds its own vocabulary: a size the note does not print
-        data = {"source": "real", "subset": subset, "sizes": {"train": 4000}, "vocab": 6600 + seed}
-        return Run(Path("."), {}, {"data": data})
+        data = {"source": "real", "subset": subset, "sizes": {"train": 4000}, "vocab": 6600 + drawn}
+        return Run(Path("."), {"seed": seed}, {"data": data})
 
     note = data_note([run(3), run(2), run(3)])
     assert note.count("SUBSET") == 1 and "train_limit_seed=the run's seed: 2, 3)" in note
-    assert "train_limit_seed=0)" in data_note([run(0), run(0)])
+    assert "train_limit_seed=0)" in data_note([run(1, 0), run(2, 0)])
+    # seed 1's selection runs on a fixed subset 0 beside evaluation seeds that draw their own: the
+    # note must not read 0 as a run's seed
+    note = data_note([run(2), run(1, 0), run(3)])
+    assert "train_limit_seed=the run's seed: 2, 3; 0 for seed 1)" in note, note
 
 
 @pytest.mark.slow  # make test-slow

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import statistics
 from dataclasses import dataclass, field
 from typing import Optional
 
 from .axis import axis_label, axis_rank, major_first, setting_rank, task_of
 from .claims import not_learning
+from .data_notes import data_note
 from .norm_cards import LABELS as NORM_LABELS
 from .norm_cards import sort_key as norm_sort_key
 from .runs import Run
@@ -200,64 +200,6 @@ class Grid:
             if r.metric:
                 return r.metric, r.higher_is_better
         return None, True
-
-
-LIMIT_SEED = re.compile(r"train_limit_seed=(\d+)")
-NOTE_KEYS = ("source", "sizes", "train_pairs_over_max_len", "train_pairs_read")
-
-
-def data_note(runs: list[Run]) -> str:
-    """What data a column's runs used: source, subset (or full), split sizes; from the summaries."""
-    # With train_limit_seed=run every seed draws its own subset: one note for them, naming the seeds.
-    limit_seeds: dict[str, set] = {}
-    for r in runs:
-        if r.data:
-            # keyed by what the note prints: a vocabulary built from each seed's own subset
-            # differs by seed and must not split one note into one per seed
-            key = json.dumps(
-                {
-                    **{k: r.data[k] for k in NOTE_KEYS if k in r.data},
-                    "subset": LIMIT_SEED.sub("train_limit_seed={}", r.data.get("subset") or ""),
-                },
-                sort_keys=True,
-            )
-            limit_seeds.setdefault(key, set()).update(
-                LIMIT_SEED.findall(r.data.get("subset") or "")
-            )
-    if not limit_seeds:
-        return "data unknown (no summary)"
-    notes = []
-    for s in sorted(limit_seeds):
-        d = json.loads(s)
-        seeds = sorted(limit_seeds[s], key=int)
-        d["subset"] = (
-            d["subset"].replace(
-                "train_limit_seed={}",
-                "train_limit_seed="
-                + (seeds[0] if len(seeds) == 1 else f"the run's seed: {', '.join(seeds)}"),
-            )
-            if d["subset"]
-            else None
-        )
-        sizes = dict(d.get("sizes") or {})
-        dropped = d.get("train_pairs_over_max_len")
-        if isinstance(dropped, int) and dropped and isinstance(sizes.get("train"), int):
-            # Summaries written before translation counted used pairs have sizes.train = pairs read.
-            read = d.get("train_pairs_read", sizes["train"])
-            sizes["train"] = (
-                f"{read - dropped:,} used ({read:,} read, {dropped:,} over train_max_len dropped)"
-            )
-        order = sorted(sizes, key=lambda k: (["train", "valid", "test"] + [k]).index(k))
-        size = " / ".join(
-            f"{k} {sizes[k]:,}" if isinstance(sizes[k], int) else f"{k} {sizes[k]}"
-            for k in order
-            if isinstance(sizes[k], (int, str))
-        )
-        notes.append(
-            f"{d.get('source', '?')}; {d.get('subset') or 'full dataset'}"
-            + (f" ({size})" if size else "")
-        )
-    return " | ".join(notes)
 
 
 def data_sentence(grid: Grid, columns: Optional[list[str]] = None) -> str:

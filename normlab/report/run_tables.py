@@ -10,7 +10,8 @@ import statistics
 from typing import Optional, Protocol, Sequence
 
 from ..schema import default
-from .aggregate import NORM_LABELS, Grid, data_note, data_sentence, finite, fmt
+from .aggregate import NORM_LABELS, Grid, data_sentence, finite, fmt
+from .data_notes import data_note
 from .tables import Table
 
 WHAT = (
