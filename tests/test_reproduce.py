@@ -386,3 +386,10 @@ def test_a_folders_readme_names_the_evaluation_seeds_its_study_ran(tmp_path):
     assert "- Seeds: selection [1], evaluation [2, 3, 4] (normlab" in staged
     rec["grid"]["seeds"] = [1, 2, 3, 4, 5, 6]  # the tuned study's: seed 1 is the selection seed
     assert "evaluation [2, 3, 4, 5, 6] (normlab" in readme(rec, tmp_path)
+    # the selection seeds' line says what they chose as the study records it: the tuned study's
+    # lr-grid table and figure show seed 1, so "their runs are in no table" would be false there
+    from normlab.campaigns.xu2019.kinds import Tuned
+
+    rec["selection_record"] = {"seeds": [1], "what": Tuned.selection_what}
+    text = readme(rec, tmp_path)
+    assert f"selection [1] ({Tuned.selection_what})" in text and "no table" not in text

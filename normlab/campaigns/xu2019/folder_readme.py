@@ -71,6 +71,11 @@ def readme(rec: dict, out: Path, shown: Optional[str] = None) -> str:
     study = STUDIES.get(rec["grid"].get("study", "fixed"), {})
     roles_ = rec["grid"].get("seed_roles") or {}
     evaluation = own_evaluation(rec)
+    # what the selection seeds chose, as the study records it: the tuned study's lr-grid table and
+    # figure show their validation scores, so "in no table" would not hold there
+    chose = (rec.get("selection_record") or {}).get("what") or (
+        "they chose the presets and the lrs; never in a reported mean or test"
+    )
     lines = [
         f"# Results: scale {rec['grid']['scale']}"
         + (f", {study['title']}" if study.get("title") else ""),
@@ -78,8 +83,8 @@ def readme(rec: dict, out: Path, shown: Optional[str] = None) -> str:
         *([study["about"], ""] if study.get("about") else []),
         *(
             [
-                f"- Seeds: selection {roles_.get('selection')} (they chose the presets and the lrs; their runs are in "
-                f"no table), evaluation {evaluation or roles_.get('evaluation')} (normlab/configs/study/seeds.yaml)"
+                f"- Seeds: selection {roles_.get('selection')} ({chose}), evaluation "
+                f"{evaluation or roles_.get('evaluation')} (normlab/configs/study/seeds.yaml)"
             ]
             if roles_
             else []
