@@ -77,12 +77,13 @@ sweep: $(PY)  ## task x norm x seed grid: make sweep TASKS=rt NORMS=layernorm,la
 	$(VENV)/bin/normlab-train --multirun task=$(or $(TASKS),'glob(*,exclude=synthetic_cls)') norm=$(or $(NORMS),layernorm,layernorm_simple) seed=$(or $(SEEDS),1,2,3) scale=$(SCALE)
 
 # The studies (docs/studies.md). SEEDS: the evaluation seeds by default (normlab/configs/study/seeds.yaml);
+# MAX_SEEDS: add seeds to the unresolved primary rows, look by look, up to that many (--until-resolved);
 # BUDGET_MIN: start no job after that many minutes; COMMIT: train at that commit; OVERRIDES: Hydra
 # overrides for every job of reproduce-table, reproduce-prenorm and reproduce-placement (e.g. OVERRIDES=logger=wandb).
 STUDY_ARGS = --scale $(SCALE) --jobs $(JOBS) $(if $(BUDGET_MIN),--budget-min $(BUDGET_MIN)) $(if $(COMMIT),--commit $(COMMIT))
 
-reproduce-table: $(PY)  ## the fixed-lr study, then its tables: make reproduce-table [SCALE=mini] [TASKS=...] [SEEDS=...] [BUDGET_MIN=60] [OVERRIDES=...]
-	$(PY) -m normlab.campaigns.xu2019 --study fixed $(STUDY_ARGS) $(if $(TASKS),--tasks $(TASKS)) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(OVERRIDES),-- $(OVERRIDES))
+reproduce-table: $(PY)  ## the fixed-lr study, then its tables: make reproduce-table [SCALE=mini] [TASKS=...] [SEEDS=...] [MAX_SEEDS=20] [BUDGET_MIN=60] [OVERRIDES=...]
+	$(PY) -m normlab.campaigns.xu2019 --study fixed $(STUDY_ARGS) $(if $(TASKS),--tasks $(TASKS)) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(MAX_SEEDS),--until-resolved --max-seeds $(MAX_SEEDS)) $(if $(OVERRIDES),-- $(OVERRIDES))
 
 # Each norm at its own lr: seed 1 (the selection seed) at 5 lrs spanning 8x, the best on validation, then
 # the evaluation seeds at it; the selection already committed is read, not re-trained.

@@ -393,3 +393,13 @@ def test_a_folders_readme_names_the_evaluation_seeds_its_study_ran(tmp_path):
     rec["selection_record"] = {"seeds": [1], "what": Tuned.selection_what}
     text = readme(rec, tmp_path)
     assert f"selection [1] ({Tuned.selection_what})" in text and "no table" not in text
+    # a study that added seeds to its open rows names them, and its command adds them again
+    rec["grid"].update(study="fixed", seeds=[2, 3, 4, 5, 6], until_resolved=True, max_seeds=10)
+    rec["make"] = "make reproduce-table SCALE=mini SEEDS=2,3,4,5,6 JOBS=2"
+    text = readme(rec, tmp_path)
+    assert "evaluation [2, 3, 4, 5, 6], then 7-11 for the norms of the primary rows" in text
+    assert "`make reproduce-table SCALE=mini SEEDS=2,3,4,5,6 JOBS=2 MAX_SEEDS=10`" in text
+    dry = subprocess.run(
+        ["make", "-n", "reproduce-table", "MAX_SEEDS=10"], cwd=REPO, capture_output=True, text=True
+    )
+    assert "--until-resolved --max-seeds 10" in dry.stdout, dry.stdout + dry.stderr

@@ -83,6 +83,7 @@ class Fixed:
         return (
             f"{r.decl['make']} SCALE={r.scale} TASKS={','.join(r.tasks)} "
             f"SEEDS={','.join(map(str, r.seeds))} JOBS={r.jobs}"
+            + (f" MAX_SEEDS={r.max_seeds}" if r.until_resolved else "")
         )
 
     def describe(self, commit: str, source: str, grid: Study) -> str:
