@@ -30,9 +30,8 @@ def drawn_by(draws: dict[str, set]) -> str:
 def data_note(runs: list[Run]) -> str:
     """What data a column's runs used: source, subset (or full), split sizes; from the summaries."""
     # With train_limit_seed=run every seed draws its own subset: one note for them, naming seeds.
-    draws: dict[
-        str, dict[str, set]
-    ] = {}  # note -> subset seed -> the seeds of the runs that drew it
+    # note -> subset seed -> the seeds of the runs that drew it
+    draws: dict[str, dict[str, set]] = {}
     for r in runs:
         if r.data:
             # keyed by what the note prints: a vocabulary built from each seed's own subset
