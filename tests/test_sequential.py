@@ -77,6 +77,23 @@ def test_the_report_path_agrees_with_the_simulated_one():
     assert 0 < rejected.sum() < ni.size and len(set(used[0])) > 1
 
 
+def test_the_added_seeds_stop_at_the_last_look_size_the_limit_allows():
+    """--max-seeds 12 trains no 12th seed (looks are at 5, 10, ...), and the folder's README names
+    the seeds the grid adds, not the limit."""
+    from normlab.campaigns.xu2019.findings import added_seeds
+    from normlab.campaigns.xu2019.folder_readme import added_seeds_text
+
+    first = [2, 3, 4, 5, 6]
+    assert added_seeds(first, 12) == [7, 8, 9, 10, 11]
+    assert added_seeds(first, 20) == list(range(7, 22))
+    assert added_seeds(first, 4) == added_seeds(first, 5) == []
+    rec = {"grid": {"until_resolved": True, "max_seeds": 12, "seeds": first}}
+    assert ", then 7-11 for the norms" in added_seeds_text(rec)
+    assert (
+        added_seeds_text({"grid": {"until_resolved": True, "max_seeds": 5, "seeds": first}}) == ""
+    )
+
+
 def test_the_next_look_adds_seeds_to_the_norms_of_unresolved_rows_only(tmp_path):
     """After the first look (seeds 2-6) the grid names seeds 7-11 for the norms of the primary rows
     Holm leaves unresolved, and none for a row it resolved; nothing while a look is running."""

@@ -21,7 +21,17 @@ from ...report.verdicts import AGAINST, SUPPORTS, UNTESTED, Claim, Finding, clai
 from ...report.verdicts import evaluate as _evaluate
 from . import published as P
 
-__all__ = ["AGAINST", "CLAIMS", "SUPPORTS", "UNTESTED", "Claim", "Finding", "evaluate", "findings"]
+__all__ = [
+    "AGAINST",
+    "CLAIMS",
+    "SUPPORTS",
+    "UNTESTED",
+    "Claim",
+    "Finding",
+    "added_seeds",
+    "evaluate",
+    "findings",
+]
 
 CLAIMS_FILE = Path(__file__).with_name("claims.yaml")
 CLAIMS = load(CLAIMS_FILE).claims
@@ -31,6 +41,14 @@ def look_sizes() -> list[int]:
     """The numbers of seeds at which a primary row is tested (claims.yaml ``sequential``)."""
     q = settings()["sequential"]
     return S.look_sizes(int(q["first"]), int(q["step"]), int(q["max_seeds"]))
+
+
+def added_seeds(seeds: list[int], max_seeds: int) -> list[int]:
+    """The seeds ``--until-resolved`` may add after the first look's ``seeds``, in the order it adds
+    them: the next integers, up to the last look size at or below ``max_seeds``."""
+    sizes = [n for n in look_sizes() if n <= max_seeds]
+    extra = sizes[-1] - len(seeds) if sizes and seeds else 0
+    return [max(seeds) + 1 + i for i in range(max(0, extra))]
 
 
 def _paper(claim: Claim, column: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
+from .findings import added_seeds
 from .studies import STUDIES
 
 
@@ -33,17 +34,16 @@ def make_of(rec: dict) -> str:
     return rec["make"]
 
 
-def added_seeds(rec: dict) -> str:
+def added_seeds_text(rec: dict) -> str:
     """The seeds a study added to its unresolved rows after the first look (--until-resolved)."""
     grid = rec.get("grid") or {}
-    seeds = grid.get("seeds") or []
-    if not grid.get("until_resolved") or not seeds:
+    if not grid.get("until_resolved"):
         return ""
-    first, last = max(seeds) + 1, max(seeds) + int(grid["max_seeds"]) - len(seeds)
-    if last < first:
+    added = added_seeds(grid.get("seeds") or [], int(grid["max_seeds"]))
+    if not added:
         return ""
     return (
-        f", then {first}-{last} for the norms of the primary rows a look left unresolved "
+        f", then {added[0]}-{added[-1]} for the norms of the primary rows a look left unresolved "
         f"(--until-resolved, up to {grid['max_seeds']} seeds; each row's n in findings.md)"
     )
 
@@ -108,7 +108,7 @@ def readme(rec: dict, out: Path, shown: Optional[str] = None) -> str:
         *(
             [
                 f"- Seeds: selection {roles_.get('selection')} ({chose}), evaluation "
-                f"{evaluation or roles_.get('evaluation')}{added_seeds(rec)} "
+                f"{evaluation or roles_.get('evaluation')}{added_seeds_text(rec)} "
                 "(normlab/configs/study/seeds.yaml)"
             ]
             if roles_

@@ -23,7 +23,7 @@ from ...report.trained import gate_with
 from ...study.fixed_grid import FixedGrid
 from ...study.grid import Job
 from .family import apply
-from .findings import findings, look_sizes
+from .findings import added_seeds, findings, look_sizes
 
 
 class SequentialGrid(FixedGrid):
@@ -32,10 +32,8 @@ class SequentialGrid(FixedGrid):
     def __init__(self, *args, max_seeds: int, **kw):
         super().__init__(*args, **kw)
         self.sizes = [n for n in look_sizes() if n <= max_seeds]
-        last = max(self.seeds)
-        extra = self.sizes[-1] - len(self.seeds)
         # the seeds in the order they are added: the first look's, then the next integers
-        self.order = list(self.seeds) + [last + 1 + i for i in range(max(0, extra))]
+        self.order = list(self.seeds) + added_seeds(list(self.seeds), max_seeds)
         for s in self.order[len(self.seeds) :]:
             self.roles.setdefault(s, "evaluation")
         self._open: dict[frozenset, tuple] = {}
