@@ -165,3 +165,20 @@ def test_which_passes_continue_the_folder_each_task_at_its_own_commit(tmp_path):
     # once the study has staged copies, they say which tasks it keeps (staging.kept_tasks)
     copy(staging.staging_dir(out) / "runs", "rt/layernorm", 3, new, roles.EVALUATION)
     assert not continues(new) and not continues(new, until_resolved=True)
+
+
+def test_promoting_seeds_added_to_a_complete_study_keeps_the_sessions_that_trained_its_runs():
+    """A look's staged runs join the folder's (same commit): its record lists the first look's
+    sessions, then the look's, each once; a re-run at another commit replaces the folder's."""
+    from normlab.report.record import promoted
+
+    def rec(commit, *started):
+        return {
+            "git_commit": commit,
+            "sessions": [{"started_utc": t, "trained": 1} for t in started],
+        }
+
+    committed = rec(STUDY, "t1", "t2")
+    staged = rec(STUDY, "t2", "t3")  # a slice the committed record already lists is listed once
+    assert [s["started_utc"] for s in promoted(committed, staged)["sessions"]] == ["t1", "t2", "t3"]
+    assert promoted(rec("e" * 40, "t1"), staged) == staged == promoted({}, staged)

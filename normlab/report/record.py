@@ -121,3 +121,14 @@ def record(
         **fields,
         "sessions": [*kept, *([this_session] if this_session else [])],
     }
+
+
+def promoted(committed: dict, staged: dict) -> dict:
+    """The staged record that replaces a folder's on promotion. Staged runs of the folder's own
+    commit join its runs (seeds added to a complete study) rather than replace them, so the
+    sessions that trained those runs stay, before the staged ones; another commit's do not."""
+    if not committed or committed.get("git_commit") != staged.get("git_commit"):
+        return staged
+    have = {s.get("started_utc") for s in staged.get("sessions") or []}
+    earlier = [s for s in committed.get("sessions") or [] if s.get("started_utc") not in have]
+    return {**staged, "sessions": [*earlier, *(staged.get("sessions") or [])]}

@@ -237,10 +237,10 @@ def run(r: Request, kind: Fixed) -> int:
         print(f"[{tag}] nothing to report: no run copies in {rel(r.out)}/runs")
         return 0
     if stage.exists():
-        old = provenance.read(stage)
+        old, committed = provenance.read(stage), provenance.read(r.out)
         removed, added = staging.promote(r.out, r.tasks, grid.at_preset)
         if old:
-            write_json(r.out / "reproduce.json", old)
+            write_json(r.out / "reproduce.json", provenance.promoted(committed, old))
         print(
             f"[{tag}] study complete: {added} staged copies replace {removed} reported ones in "
             f"{rel(r.out)}/runs"
