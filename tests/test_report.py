@@ -163,8 +163,27 @@ def test_table2_improvement_rows_flip_sign_for_bpc(tmp_path):
         "Improvement (LayerNorm-simple − DetachNorm)",
     ]  # the detach-mean and detach-variance norms were not run: no rows of "–" for them
     assert t.header == ["norm", "enwik8 bpc↓", "enwik8 (paper)"]
-    assert row(t, "Improvement (DetachNorm − w/o Norm)")[1:] == ["-0.115", "-0.08"]  # 1.10 - 1.215
-    assert row(t, "Improvement (LayerNorm-simple − DetachNorm)")[1:] == ["+0.165", "+0.05"]
+    assert row(t, "Improvement (DetachNorm − w/o Norm)")[1:] == ["-0.115 (2)", "-0.08"]
+    assert row(t, "Improvement (LayerNorm-simple − DetachNorm)")[1:] == ["+0.165 (2)", "+0.05"]
+
+
+def test_improvement_rows_pair_the_seeds_and_compare_no_cell_that_did_not_train(tmp_path):
+    """Seeds added to one norm's unresolved rows are set against nothing: the row is the difference
+    over the seeds both norms completed, as the findings' paired test reads it, not of the cells'
+    means; a cell that did not train gets no difference."""
+    for seed, v in zip((2, 3, 4), (75.0, 76.0, 77.0)):
+        make_run(tmp_path, "rt", "detachnorm", seed, v)
+    for seed, v in zip((2, 3, 4, 5, 6), (75.5, 76.5, 77.5, 80.0, 80.0)):
+        make_run(tmp_path, "rt", "layernorm_simple", seed, v)
+    make_run(tmp_path, "rt", "layernorm_simple", 7, status="diverged")
+    grid = grid_of(tmp_path)
+    t = norm_table(grid, "table2", *TABLES["table2"])
+    # the cells' means are 76.00 and 77.90; over seeds 2-4 the difference is +0.50
+    assert row(t, "Improvement (LayerNorm-simple − DetachNorm)")[1] == "+0.50 (3)"
+    assert any("over the seeds both completed (n)" in n for n in t.notes)
+    grid.norm_cell("rt", "detachnorm").untrained = "74.0 acc: at the majority-class level"
+    t = norm_table(grid, "table2", *TABLES["table2"])
+    assert row(t, "Improvement (LayerNorm-simple − DetachNorm)")[1] == "– (did not train)"
 
 
 def test_option_sets_become_separate_rows_and_mixed_configs_are_flagged(tmp_path):

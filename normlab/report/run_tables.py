@@ -50,12 +50,19 @@ def _common_notes(grid: Grid, columns: list[str], ref: Optional[Reference]) -> l
     return notes
 
 
-def improvement(grid: Grid, column: str, better: str, worse: str) -> Optional[float]:
-    """Our Improvement cell: mean(better) - mean(worse), sign-flipped where lower is better."""
-    a, b = grid.norm_cell(column, better).mean, grid.norm_cell(column, worse).mean
-    if not (finite(a) and finite(b)):
+def improvement(grid: Grid, column: str, better: str, worse: str) -> Optional[tuple[float, int]]:
+    """Our Improvement cell: mean(better) - mean(worse) over the seeds both completed, and how
+    many; sign-flipped where lower is better. Over each cell's own seeds the row would set the
+    seeds one norm alone has (added to its unresolved rows) against nothing."""
+    a, b = (
+        {r.seed: r.value for r in grid.norm_cell(column, n).runs if finite(r.value)}
+        for n in (better, worse)
+    )
+    seeds = [s for s in a if s is not None and s in b]
+    if not seeds:
         return None
-    return (a - b) if grid.metric(column)[1] else (b - a)
+    d = statistics.fmean(a[s] for s in seeds) - statistics.fmean(b[s] for s in seeds)
+    return (d if grid.metric(column)[1] else -d), len(seeds)
 
 
 def norm_table(
@@ -96,8 +103,9 @@ def norm_table(
     if after:
         t.notes.insert(
             1,
-            "Improvement rows: difference of means, positive = the first-named variant is better "
-            "(sign flipped for BPC), as in the paper's Table 2.",
+            "Improvement rows: difference of the two norms' means over the seeds both completed "
+            "(n), positive = the first-named variant is better (sign flipped for BPC), as in the "
+            "paper's Table 2; none where either cell did not train.",
         )
     return t
 
@@ -107,12 +115,21 @@ def _improvement_row(
 ) -> list[str]:
     row = [f"Improvement ({NORM_LABELS.get(better, better)} − {NORM_LABELS.get(worse, worse)})"]
     for c in columns:
-        d = improvement(grid, c, better, worse)
-        row.append("–" if d is None else fmt(d, grid.metric(c)[0], signed=True))
+        row.append(_improvement_text(grid, c, better, worse))
         task = c.split("@")[0]
         if ref and ref.has(task):
             row.append(ref.improvement_text(task, better, worse))
     return row
+
+
+def _improvement_text(grid: Grid, column: str, better: str, worse: str) -> str:
+    if any(grid.norm_cell(column, n).untrained for n in (better, worse)):
+        return "– (did not train)"  # a cell that did not train is compared with nothing
+    found = improvement(grid, column, better, worse)
+    if found is None:
+        return "–"
+    d, n = found
+    return f"{fmt(d, grid.metric(column)[0], signed=True)} ({n})"
 
 
 def summary_table(grid: Grid) -> Table:
