@@ -241,6 +241,32 @@ def test_export_drops_per_layer_probe_keys_and_keeps_tables_identical(tmp_path):
     assert len(b["tables"]) == len(a["tables"])
 
 
+def test_the_mechanism_tables_name_a_cell_that_did_not_train(tmp_path):
+    """The overfitting, gradient and saturation tables describe every cell, and name the ones that
+    did not train as the results tables do."""
+    from normlab.report.gradstats import grad_table
+    from normlab.report.overfit import overfitting_table
+    from normlab.report.saturation import saturation_table
+
+    probe = {"split": "train", "loss": 1.0, "grad/all/in_absmean": 1.0, "grad/all/out_absmean": 2.0}
+    probe |= {"grad/all/in_var": 4.0, "grad/all/out_var": 4.0}
+    probe |= {"alpha/all/alpha": 0.5, "alpha/all/saturated": 0.25}
+    for norm, v in (("layernorm", 75.0), ("dyt", 50.5)):
+        make_run(tmp_path, "rt", norm, 2, v, curves=[{"step": s, **probe} for s in (10, 20)])
+    grid = grid_of(tmp_path)
+    grid.norm_cell("rt", "dyt").untrained = "50.50 acc: at the majority-class level"
+    tables = {t.key: t for t in (overfitting_table(grid), grad_table(grid), saturation_table(grid))}
+    by_norm = {r[1]: r for r in tables["overfitting"].rows}  # rows: task, norm, ..., regime
+    assert by_norm["DyT"][-1] == "did not train" and by_norm["LayerNorm"][-1] != "did not train"
+    assert row(tables["grad_stats"], "DyT")[1:] == ["0.5; did not train", "1", "not recorded"]
+    assert row(tables["grad_stats"], "LayerNorm")[1:] == ["0.5", "1", "not recorded"]
+    assert row(tables["alpha_saturation"], "DyT")[1:] == [
+        "0.5 → 0.5",
+        "25.0% → 25.0%",
+        "1; did not train",
+    ]
+
+
 def test_grad_stats_table_from_probe_records(tmp_path):
     def probe(step, m_in, v_in):
         return {

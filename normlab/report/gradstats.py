@@ -71,13 +71,16 @@ def grad_table(grid: Grid) -> Table:
     for v in grid.variants():
         row = [grid.label(v)]
         for c in columns:
-            runs = grid.cell(c, v).runs
+            cell = grid.cell(c, v)
+            runs = cell.runs
             for key in ("mean_ratio", "var_ratio", "ratio_s2"):
                 m = median_ratio(runs, key)
                 if m is None and key == "ratio_s2" and median_ratio(runs, "var_ratio") is not None:
                     row.append("not recorded")  # probe ran, but before σ was logged
                 else:
                     row.append("–" if m is None else f"{m:.3g}")
+            if runs and cell.untrained:  # the gradient algebra holds either way; say so beside it
+                row[-3] += "; did not train"
         t.rows.append(row)
     recorded = any(median_ratio(grid.column_runs(c), "ratio_s2") is not None for c in columns)
     t.caption = (

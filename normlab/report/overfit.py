@@ -153,7 +153,8 @@ def overfitting_table(grid: Grid) -> Table:
     for c in grid.columns:
         label = regime_label(grid, c)
         for v in grid.variants():
-            runs = grid.cell(c, v).runs
+            cell = grid.cell(c, v)
+            runs = cell.runs
             if not runs:
                 continue
             t.rows.append(
@@ -164,7 +165,7 @@ def overfitting_table(grid: Grid) -> Table:
                     _stat(_values(runs, valid_rise), 1, "%"),
                     _stat(_values(runs, gap_best), 3),
                     _stat(_values(runs, gap_last), 3),
-                    label,
+                    "did not train" if cell.untrained else label,
                 ]
             )
     t.caption = (
@@ -176,7 +177,8 @@ def overfitting_table(grid: Grid) -> Table:
         "gap at the last evaluation both norms' runs of a seed have (findings): the same step for both, so "
         "how early a norm peaked cannot move it. 'regime': a task whose LayerNorm valid loss rises less than "
         f"{settings()['regime_rise_pct']:g}% after its minimum (normlab/configs/study/claims.yaml) did not "
-        "reach its validation optimum in budget (descriptive; the gap needs no turn-up)."
+        "reach its validation optimum in budget (descriptive; the gap needs no turn-up); a cell that did "
+        "not train is named so there."
     )
     t.notes = [data_sentence(grid)]
     return t

@@ -42,18 +42,20 @@ def saturation_table(grid: Grid) -> Table:
         header += [f"{c} α first → last", f"{c} share |u| > {KNEE:g} first → last", f"{c} n"]
     t = Table("alpha_saturation", "DyT-like norms: α (BHyT: λ) and saturation", header)
     for v in grid.variants():
-        cells = [grid.cell(c, v).runs for c in columns]
-        if not any(alpha_records(r) for runs in cells for r in runs):
+        cells = [grid.cell(c, v) for c in columns]
+        if not any(alpha_records(r) for cell in cells for r in cell.runs):
             continue
         row = [grid.label(v)]
-        for runs in cells:
+        for cell in cells:
+            runs = cell.runs
             n = sum(1 for r in runs if alpha_records(r))
             if not n:
                 row += ["–", "–", "0"]
                 continue
             a0, a1 = _median(runs, 0, "alpha"), _median(runs, -1, "alpha")
             s0, s1 = _median(runs, 0, "saturated"), _median(runs, -1, "saturated")
-            row += [f"{a0:.3g} → {a1:.3g}", f"{100 * s0:.1f}% → {100 * s1:.1f}%", str(n)]
+            untrained = "; did not train" if cell.untrained else ""
+            row += [f"{a0:.3g} → {a1:.3g}", f"{100 * s0:.1f}% → {100 * s1:.1f}%", f"{n}{untrained}"]
         t.rows.append(row)
     t.caption = (
         "Median over seeds (every run with probe records, diverged ones included) of the first and "
