@@ -277,3 +277,20 @@ def test_the_report_marks_rows_a_look_behind_as_stopped_and_gives_no_chance_afte
     done = [row("done", 17, 0.05, 1.0, n_run=20)]
     apply("fixed", done, primary=True, declared=True, looks=look_sizes())
     assert done[0].resolve_chance is None and not done[0].stopped
+
+
+def test_the_generated_results_section_names_the_added_seeds(tmp_path):
+    """The README's provenance line of a folder that added seeds names them beside the first look's."""
+    import json
+
+    from normlab.campaigns.xu2019.readme import provenance
+
+    grid = {"seeds": [2, 3, 4, 5, 6], "seed_roles": {"selection": [1]}, "until_resolved": True}
+    rec = {"grid": {**grid, "max_seeds": 10}, "runs": {"completed": 485}, "git_commit": "e" * 40}
+    (tmp_path / "mini").mkdir()
+    (tmp_path / "mini" / "reproduce.json").write_text(json.dumps(rec))
+    line = provenance(tmp_path, "mini")
+    assert "reported seeds 2, 3, 4, 5, 6, then 7-11 for the norms of the primary rows" in line
+    del rec["grid"]["until_resolved"]
+    (tmp_path / "mini" / "reproduce.json").write_text(json.dumps(rec))
+    assert "reported seeds 2, 3, 4, 5, 6, selection seed(s)" in provenance(tmp_path, "mini")

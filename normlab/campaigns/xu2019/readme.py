@@ -15,6 +15,7 @@ from ...report.claims import margins_sentence
 from .family import folders
 from .findings import CLAIMS
 from .findings_text import outcome
+from .folder_readme import added_seeds_text
 from .studies import out_folder
 
 BEGIN, END = (
@@ -58,7 +59,9 @@ def provenance(root: Path, folder: str) -> str:
     seeds = grid.get("seeds") or []
     runs = ", ".join(f"{n} {s}" for s, n in (rec.get("runs") or {}).items())
     report = rec.get("report") or {}
-    reported = ", ".join(str(s) for s in seeds if s not in selection) or "?"
+    reported = (", ".join(str(s) for s in seeds if s not in selection) or "?") + added_seeds_text(
+        rec
+    )
     # the selection runs sit beside the reported ones (a grid of evaluation seeds only lists them
     # in its selection record): name them as left out either way
     sel = rec.get("selection_record") or {}
