@@ -196,3 +196,17 @@ def test_a_figure_title_names_only_the_norms_it_shows(tmp_path, monkeypatch):
         "DetachNorm vs w/o Norm. "
     )
     assert drawn[-1]._suptitle.get_text() == "DetachNorm vs w/o Norm"
+
+
+def test_a_task_declared_outside_the_learning_regime_is_named_in_its_panels(tmp_path, monkeypatch):
+    curves = [
+        {"step": s, "split": sp, "loss": 1.0 / s} for s in (1, 2) for sp in ("train", "valid")
+    ]
+    for task in ("iwslt15_en_vi", "rt"):  # claims.yaml declares IWSLT15 not learning at mini
+        make_run(tmp_path / "runs", task, "layernorm", 2, 1.0, curves=curves)
+    drawn = []
+    monkeypatch.setattr(F.plt, "close", drawn.append)
+    title, norms, panels, what = F.FIGURES["curves"]
+    F.figure(Grid(find_runs([tmp_path / "runs"])), "curves", title, norms, panels, tmp_path, what)
+    heads = {ax.get_title().split(":")[0] for ax in drawn[-1].axes}
+    assert heads == {"iwslt15_en_vi (not learning)", "rt"}, heads

@@ -202,6 +202,12 @@ class Grid:
         return None, True
 
 
+def outside(grid: Grid, col: str) -> str:
+    """Why the column's task is declared outside the learning regime at its scale, or ""."""
+    runs = grid.column_runs(col)
+    return not_learning(runs[0].task, runs[0].scale) if runs else ""
+
+
 def data_sentence(grid: Grid, columns: Optional[list[str]] = None) -> str:
     """The caption sentence every table and figure carries: scale and the data of each column."""
     columns = grid.columns if columns is None else columns

@@ -18,7 +18,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from .aggregate import NORM_LABELS, Grid, data_sentence, finite  # noqa: E402
+from .aggregate import NORM_LABELS, Grid, data_sentence, finite, outside  # noqa: E402
 from .axis import setting_rank  # noqa: E402
 from .gradstats import probe_records  # noqa: E402
 from .overfit import rise_curve  # noqa: E402
@@ -152,7 +152,8 @@ def figure(
     for i, c in enumerate(columns):
         # an axis column's name is long: task, setting and panel on lines of their own keep
         # neighbouring titles apart (the whole row alike)
-        long = len(c) + max(len(p.title) for p in panels) > 45
+        name = f"{c} (not learning)" if outside(grid, c) else c  # its caption says why
+        long = len(name) + max(len(p.title) for p in panels) > 45
         for j, panel in enumerate(panels):
             ax = axes[i][j]
             for v in variants:
@@ -168,7 +169,9 @@ def figure(
                 ax.set_yscale("symlog", linthresh=panel.linthresh)
             elif panel.log and ax.has_data():
                 ax.set_yscale("log")
-            head = c.replace(" [", "\n[") + "\n" + panel.title if long else f"{c}: {panel.title}"
+            head = (
+                name.replace(" [", "\n[") + "\n" + panel.title if long else f"{name}: {panel.title}"
+            )
             ax.set_title(head, fontsize=9)
             ax.set_xlabel(X_LABEL, fontsize=8)
             ax.set_ylabel(panel.ylabel, fontsize=8)

@@ -21,9 +21,9 @@ import statistics
 from pathlib import Path
 from typing import Optional
 
-from .aggregate import Grid, data_sentence, finite, fmt
+from .aggregate import Grid, data_sentence, finite, fmt, outside
 from .axis import units
-from .claims import not_learning, settings
+from .claims import settings
 from .runs import Run
 from .tables import Table
 
@@ -133,12 +133,6 @@ def cells(grid: Grid) -> dict[str, tuple[str, bool, Optional[float], dict]]:
                 rows[grid.label(variant)] = Cell(done, key, higher, target, cell.untrained)
         out[col] = (key, higher, target, rows)
     return out
-
-
-def outside(grid: Grid, col: str) -> str:
-    """Why the column's task is declared outside the learning regime at its scale, or ""."""
-    runs = grid.column_runs(col)
-    return not_learning(runs[0].task, runs[0].scale) if runs else ""
 
 
 def machines(runs: list[Run]) -> str:
