@@ -59,9 +59,8 @@ def provenance(root: Path, folder: str) -> str:
     seeds = grid.get("seeds") or []
     runs = ", ".join(f"{n} {s}" for s, n in (rec.get("runs") or {}).items())
     report = rec.get("report") or {}
-    reported = (", ".join(str(s) for s in seeds if s not in selection) or "?") + added_seeds_text(
-        rec
-    )
+    reported = ", ".join(str(s) for s in seeds if s not in selection) or "?"
+    reported += added_seeds_text(rec)
     # the selection runs sit beside the reported ones (a grid of evaluation seeds only lists them
     # in its selection record): name them as left out either way
     sel = rec.get("selection_record") or {}
