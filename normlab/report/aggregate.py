@@ -56,8 +56,17 @@ class Cell:
         return [r.value for r in self.runs if r.value is not None]
 
     @property
+    def by_seed(self) -> dict[Optional[int], float]:
+        """seed -> test value, over the runs that have one (what a pairing by seed reads)."""
+        return {r.seed: r.value for r in self.runs if r.value is not None}
+
+    @property
     def n(self) -> int:
         return len(self.runs)
+
+    def labelled(self, text: str) -> str:
+        """``text`` with "; did not train" after it when the cell did not train."""
+        return f"{text}; did not train" if self.untrained else text
 
     @property
     def mean(self) -> Optional[float]:

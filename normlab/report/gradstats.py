@@ -79,8 +79,8 @@ def grad_table(grid: Grid) -> Table:
                     row.append("not recorded")  # probe ran, but before σ was logged
                 else:
                     row.append("–" if m is None else f"{m:.3g}")
-            if runs and cell.untrained:  # the gradient algebra holds either way; say so beside it
-                row[-3] += "; did not train"
+            if runs:  # the gradient algebra holds either way; a cell that did not train says so
+                row[-3] = cell.labelled(row[-3])
         t.rows.append(row)
     recorded = any(median_ratio(grid.column_runs(c), "ratio_s2") is not None for c in columns)
     t.caption = (

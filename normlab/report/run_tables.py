@@ -10,7 +10,7 @@ import statistics
 from typing import Optional, Protocol, Sequence
 
 from ..schema import default
-from .aggregate import NORM_LABELS, Grid, data_sentence, finite, fmt
+from .aggregate import NORM_LABELS, Grid, data_sentence, fmt
 from .data_notes import data_note
 from .tables import Table
 
@@ -54,10 +54,7 @@ def improvement(grid: Grid, column: str, better: str, worse: str) -> Optional[tu
     """Our Improvement cell: mean(better) - mean(worse) over the seeds both completed, and how
     many; sign-flipped where lower is better. Over each cell's own seeds the row would set the
     seeds one norm alone has (added to its unresolved rows) against nothing."""
-    a, b = (
-        {r.seed: r.value for r in grid.norm_cell(column, n).runs if finite(r.value)}
-        for n in (better, worse)
-    )
+    a, b = (grid.norm_cell(column, n).by_seed for n in (better, worse))
     seeds = [s for s in a if s is not None and s in b]
     if not seeds:
         return None

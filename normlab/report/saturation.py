@@ -54,8 +54,11 @@ def saturation_table(grid: Grid) -> Table:
                 continue
             a0, a1 = _median(runs, 0, "alpha"), _median(runs, -1, "alpha")
             s0, s1 = _median(runs, 0, "saturated"), _median(runs, -1, "saturated")
-            untrained = "; did not train" if cell.untrained else ""
-            row += [f"{a0:.3g} → {a1:.3g}", f"{100 * s0:.1f}% → {100 * s1:.1f}%", f"{n}{untrained}"]
+            row += [
+                f"{a0:.3g} → {a1:.3g}",
+                f"{100 * s0:.1f}% → {100 * s1:.1f}%",
+                cell.labelled(str(n)),
+            ]
         t.rows.append(row)
     t.caption = (
         "Median over seeds (every run with probe records, diverged ones included) of the first and "

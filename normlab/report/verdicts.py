@@ -130,7 +130,7 @@ class Finding:
 def _values(cell: Cell, claim: Claim, steps: Optional[dict] = None) -> dict[int, float]:
     """seed -> the measure, over the completed runs that have it; the gap at ``steps[seed]``."""
     if claim.measure == "metric":
-        return {r.seed: r.value for r in cell.runs if r.value is not None}
+        return cell.by_seed
     steps = steps or {}
     return {
         r.seed: v

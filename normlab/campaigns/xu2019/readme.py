@@ -58,9 +58,7 @@ def provenance(root: Path, folder: str) -> str:
     selection = (grid.get("seed_roles") or {}).get("selection") or []
     seeds = grid.get("seeds") or []
     runs = ", ".join(f"{n} {s}" for s, n in (rec.get("runs") or {}).items())
-    report = rec.get("report") or {}
     reported = ", ".join(str(s) for s in seeds if s not in selection) or "?"
-    reported += added_seeds_text(rec)
     # the selection runs sit beside the reported ones (a grid of evaluation seeds only lists them
     # in its selection record): name them as left out either way
     sel = rec.get("selection_record") or {}
@@ -76,8 +74,8 @@ def provenance(root: Path, folder: str) -> str:
     )
     return (
         f"- `{folder}`: {runs} run copies, trained at {commits or '?'} "
-        f"({clean}); reported seeds {reported}, selection seed(s) {left}"
-        f"{at} left out; tables written at `{str(report.get('git_commit', '?'))[:7]}`."
+        f"({clean}); reported seeds {reported}{added_seeds_text(rec)}, selection seed(s) {left}"
+        f"{at} left out; tables written at `{str((rec.get('report') or {}).get('git_commit', '?'))[:7]}`."
     )
 
 
