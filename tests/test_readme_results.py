@@ -124,3 +124,30 @@ def test_a_committed_study_outside_the_family_joins_the_results_as_exploratory(t
     assert "`results/mini-placement` " in section(tmp_path, full=False)
     # nothing else moved: the family's lines are as they were
     assert [x for x in after.splitlines() if "mini-placement" not in x] == before.splitlines()
+
+
+@pytest.mark.skipif(not HAS_RESULTS, reason="no committed results/mini tables")
+def test_the_overfitting_timing_the_statistics_guide_quotes_is_the_committed_runs():
+    """docs/statistics.md says the head start of LayerNorm's minimum did not drive the comparison;
+    its counts and correlations are what scripts/overfit_timing.py reads from the committed runs."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "scripts/overfit_timing.py", "results/mini"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    first, tasks, n, rise, gap = re.search(
+        r"came first on (\d+) of (\d+) tasks.* over the (\d+) seed pairs .* rise difference is"
+        r" (\S+) and with the gap difference (\S+)",
+        out,
+    ).groups()
+    guide = " ".join((REPO / "docs" / "statistics.md").read_text().split())
+    assert f"earlier than LayerNorm-simple's on {first} of {tasks} tasks" in guide, out
+    assert (
+        f"over the {n} seed pairs the within-task correlation of that head start with the rise"
+        f" difference is {rise} and with the gap difference {gap}"
+    ) in guide, out
