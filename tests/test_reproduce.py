@@ -395,10 +395,23 @@ def test_a_folders_readme_names_the_evaluation_seeds_its_study_ran(tmp_path):
     assert f"selection [1] ({Tuned.selection_what})" in text and "no table" not in text
     # a study that added seeds to its open rows names them, and its command adds them again
     rec["grid"].update(study="fixed", seeds=[2, 3, 4, 5, 6], until_resolved=True, max_seeds=10)
-    rec["make"] = "make reproduce-table SCALE=mini SEEDS=2,3,4,5,6 JOBS=2"
+    from types import SimpleNamespace
+
+    from normlab.campaigns.xu2019.kinds import Fixed
+
+    request = SimpleNamespace(
+        decl={"make": "make reproduce-table"},
+        scale="mini",
+        tasks=["rt"],
+        seeds=[2, 3, 4, 5, 6],
+        jobs=2,
+        until_resolved=True,
+        max_seeds=10,
+    )
+    rec["make"] = Fixed(request).make_command()  # what the driver records
     text = readme(rec, tmp_path)
     assert "evaluation [2, 3, 4, 5, 6], then 7-11 for the norms of the primary rows" in text
-    assert "`make reproduce-table SCALE=mini SEEDS=2,3,4,5,6 JOBS=2 MAX_SEEDS=10`" in text
+    assert "`make reproduce-table SCALE=mini TASKS=rt SEEDS=2,3,4,5,6 JOBS=2 MAX_SEEDS=10`" in text
     dry = subprocess.run(
         ["make", "-n", "reproduce-table", "MAX_SEEDS=10"], cwd=REPO, capture_output=True, text=True
     )

@@ -25,15 +25,6 @@ def own_evaluation(rec: dict) -> list:
     return [s for s in rec["grid"].get("seeds") or [] if s in (roles_.get("evaluation") or [])]
 
 
-def make_of(rec: dict) -> str:
-    """The folder's make command; a study that added seeds until its rows resolved says up to how
-    many (MAX_SEEDS), which a record written before the make target took it lacks."""
-    grid = rec.get("grid") or {}
-    if grid.get("until_resolved") and "MAX_SEEDS=" not in rec["make"]:
-        return f"{rec['make']} MAX_SEEDS={grid['max_seeds']}"
-    return rec["make"]
-
-
 def added_seeds_text(rec: dict) -> str:
     """The seeds a study added to its unresolved rows after the first look (--until-resolved)."""
     grid = rec.get("grid") or {}
@@ -57,14 +48,14 @@ def staged_readme(
             [
                 f"# Staged runs: study {study}, scale {scale} (partial)",
                 "",
-                f"Runs of `{make_of(rec)}` at commit `{rec['git_commit']}`, finished so far: "
+                f"Runs of `{rec['make']}` at commit `{rec['git_commit']}`, finished so far: "
                 + (", ".join(f"{v} {k}" for k, v in sorted(rec["runs"].items())) or "none")
                 + f"; {len(rec['absent'])} left"
                 + (f", about {more} more once their lr is chosen" if more else "")
                 + ". No table is written until the study is complete; then these copies "
                 f"replace the reported ones in `{rel(out)}/runs`.",
                 f"- Look at them meanwhile: `normlab-report {rel(stage)}/runs --out /tmp/partial`",
-                f"- Continue: `{make_of(rec)}` (or `make grid-start STUDY={study}`)",
+                f"- Continue: `{rec['make']}` (or `make grid-start STUDY={study}`)",
                 f"- Seeds: selection {seed_lists['selection']}, evaluation "
                 f"{own_evaluation(rec) or seed_lists['evaluation']} (normlab/configs/study/seeds.yaml)",
                 "",
@@ -114,7 +105,7 @@ def readme(rec: dict, out: Path, shown: Optional[str] = None) -> str:
             if roles_
             else []
         ),
-        f"- Command: `{make_of(rec)}`; it trains what is missing (continuing from the run copies in "
+        f"- Command: `{rec['make']}`; it trains what is missing (continuing from the run copies in "
         f"`{shown}/runs`) and re-writes these tables",
         *([f"- Trained {rec['trained_by']}"] if rec.get("trained_by") else []),
         f"- Runs trained at git commit `{rec['git_commit']}`"
