@@ -294,3 +294,37 @@ def test_the_generated_results_section_names_the_added_seeds(tmp_path):
     del rec["grid"]["until_resolved"]
     (tmp_path / "mini" / "reproduce.json").write_text(json.dumps(rec))
     assert "reported seeds 2, 3, 4, 5, 6, selection seed(s)" in provenance(tmp_path, "mini")
+
+
+def test_a_rows_look_is_the_seeds_both_its_norms_ran_not_seeds_one_gained_for_another_row():
+    """LayerNorm gained seeds 7-11 for another row of its own, AdaNorm has 2-6: the AdaNorm row made
+    one look (5 seeds), a look behind a row with ten, so it is stopped; a seed one norm diverged on
+    still counts as run."""
+    from pathlib import Path
+
+    from normlab.report.aggregate import Cell
+    from normlab.report.family import apply
+    from normlab.report.runs import Run
+    from normlab.report.verdicts import Claim, evaluate_cells
+
+    def run(norm, seed, status="completed", task="rt"):
+        value = 70.0 + seed % 3 + (1.8 * (seed % 2) - 0.1 if norm == "adanorm" else 0.0)
+        summary = {"status": status, "task": task, "norm": norm, "seed": seed, "scale": "mini"}
+        summary.update(metric="acc", test={"acc": value} if status == "completed" else {})
+        return Run(Path("/nonexistent"), {}, summary)
+
+    claim = Claim("ada", "AdaNorm > LayerNorm", "adanorm", "layernorm", S.SUPERIOR, "metric")
+    seeds, first = range(2, 12), range(2, 7)
+
+    def row(task, ada_seeds, diverged=()):
+        ada = [run("adanorm", s, task=task) for s in ada_seeds]
+        ada += [run("adanorm", s, "diverged", task) for s in diverged]
+        ln = Cell([run("layernorm", s, task=task) for s in seeds])
+        return evaluate_cells(claim, Cell(ada), ln, task, ("acc", True), looks=look_sizes())
+
+    ahead, behind = row("sst2", seeds), row("rt", first)
+    assert (behind.n, behind.n_run, ahead.n_run) == (5, 5, 10)
+    apply("fixed", [ahead, behind], primary=True, declared=True, looks=look_sizes())
+    assert behind.verdict("holm") == "unresolved" and behind.stopped and not ahead.stopped
+    diverged = row("rt", first, diverged=range(7, 12))
+    assert (diverged.n, diverged.n_run) == (5, 10)

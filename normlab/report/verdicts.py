@@ -214,8 +214,11 @@ def evaluate_cells(
     f.n, f.diff, f.sd, f.t, f.p, f.ci90 = row.n, row.diff, row.sd, row.t, row.p, row.ci90
     f.corr = S.correlation(xa, xb)
     if looks is not None:
-        # the looks: seeds in the order they were added, a seed one norm did not complete included
-        run = sorted({r.seed for r in A.runs + B.runs if r.seed is not None})
+        # the looks: the seeds both norms ran, in the order they were added, a seed one norm did
+        # not complete included; a seed only one norm ran (added for another row of its own) is
+        # no look of this row
+        ran_a, ran_b = ({r.seed for r in c.runs if r.seed is not None} for c in (A, B))
+        run = sorted(ran_a & ran_b)
         f.n_run = len(run)
         f.p_seq = S.sequential_p(
             d, claim.form, f.margin, looks, [run.index(s) for s in seeds], len(run)
