@@ -18,44 +18,40 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from normlab.report.overfit import gap_at_step, last_valid_step, valid_rise  # noqa: E402
-from normlab.report.roles import selection_seeds  # noqa: E402
+from normlab.report.aggregate import Grid  # noqa: E402
+from normlab.report.overfit import gap_at_step, min_valid_step, valid_rise  # noqa: E402
+from normlab.report.roles import reported  # noqa: E402
 from normlab.report.runs import find_runs  # noqa: E402
+from normlab.report.verdicts import common_steps  # noqa: E402
 
 PAIR = ("layernorm", "layernorm_simple")
 
 
-def min_step(run) -> int:
-    valid = [r for r in run.curves if r.get("split") == "valid" and r.get("loss") is not None]
-    return min(valid, key=lambda r: r["loss"])["step"]
-
-
 def pairs(folder: Path) -> dict[str, list[tuple[float, float, float]]]:
-    """task -> [(head start, rise difference, gap difference)] over the seeds both norms completed."""
-    left_out = selection_seeds()
-    by = {
-        (r.task, r.norm, r.seed): r
-        for r in find_runs([folder / "runs"])
-        if r.norm in PAIR and r.status == "completed" and r.seed not in left_out
-    }
-    out: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
-    for (task, norm, seed), ln in sorted(by.items()):
-        simple = by.get((task, PAIR[1], seed))
-        if norm != PAIR[0] or simple is None:
-            continue
-        step = min(last_valid_step(ln) or 0, last_valid_step(simple) or 0)
-        rises = valid_rise(ln), valid_rise(simple)
-        gaps = gap_at_step(ln, step), gap_at_step(simple, step)
-        if None in rises or None in gaps:
-            continue
-        head = (min_step(simple) - min_step(ln)) / ln.summary["steps"]
-        out[task].append((head, rises[0] - rises[1], gaps[0] - gaps[1]))
+    """task -> [(head start, rise difference, gap difference)] over the seeds both norms completed,
+    the gap at the step the overfitting claim reads (the last evaluation both runs have)."""
+    grid = Grid(reported(find_runs([folder / "runs"])))
+    out: dict[str, list[tuple[float, float, float]]] = {}
+    for column in grid.columns:
+        cells = [grid.norm_cell(column, n) for n in PAIR]
+        ln, simple = ({r.seed: r for r in c.runs if r.status == "completed"} for c in cells)
+        rows = []
+        for seed, step in sorted(common_steps(*cells).items()):
+            a, b = ln[seed], simple[seed]
+            rises, gaps = (
+                (valid_rise(a), valid_rise(b)),
+                (gap_at_step(a, step), gap_at_step(b, step)),
+            )
+            if None in rises or None in gaps:
+                continue
+            head = (min_valid_step(b) - min_valid_step(a)) / a.summary["steps"]
+            rows.append((head, rises[0] - rises[1], gaps[0] - gaps[1]))
+        out[column] = rows
     return out
 
 

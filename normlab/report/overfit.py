@@ -64,6 +64,12 @@ def last_valid_step(run: Run) -> Optional[int]:
     return valid[-1]["step"] if valid else None
 
 
+def min_valid_step(run: Run) -> Optional[int]:
+    """The step of the run's lowest valid loss (where its rise is measured from)."""
+    valid = _valid(run)
+    return min(valid, key=lambda r: r["loss"])["step"] if valid else None
+
+
 def gap_at_step(run: Run, step: Optional[int]) -> Optional[float]:
     """The gap at the evaluation of ``step`` (a step both norms of a claim row evaluated: the
     overfitting claim compares them at the same step, so how early a norm peaked cannot move it)."""

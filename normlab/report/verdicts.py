@@ -139,7 +139,7 @@ def _values(cell: Cell, claim: Claim, steps: Optional[dict] = None) -> dict[int,
     }
 
 
-def _common_steps(A: Cell, B: Cell) -> dict[int, int]:
+def common_steps(A: Cell, B: Cell) -> dict[int, int]:
     """seed -> the last evaluation step both cells' completed runs of that seed have."""
     last = {}
     for cell in (A, B):
@@ -172,7 +172,7 @@ def evaluate_cells(
     metric, hib = metric_of
     unit = metric if claim.measure == "metric" else "gap"
     sign = 1.0 if (claim.measure == "gap" or hib) else -1.0
-    steps = _common_steps(A, B) if claim.measure == "gap" else None
+    steps = common_steps(A, B) if claim.measure == "gap" else None
     va, vb = _values(A, claim, steps), _values(B, claim, steps)
     la, lb = label(claim.a), label(claim.b)
     f = Finding(claim, column, unit, n_a=len(va), n_b=len(vb), paper=paper)
