@@ -15,7 +15,7 @@ SEED ?= 1
 # normlab's one default data folder, as in normlab/configs/paths/default.yaml: ./data
 export NORMLAB_DATA ?= $(abspath data)
 
-.PHONY: help install demo example test test-slow test-docs test-hydra lint docs format train sweep reproduce-table reproduce-tuned reproduce-prenorm reproduce-placement grid-start grid-status grid-stop gpu-wheels bench clean fairseq-env test-fairseq bench-fairseq compare-fairseq
+.PHONY: help install demo example test test-slow test-docs test-hydra lint docs format train sweep reproduce-table reproduce-tuned select-confirm-lr reproduce-prenorm reproduce-placement grid-start grid-status grid-stop gpu-wheels bench clean fairseq-env test-fairseq bench-fairseq compare-fairseq
 
 help:  ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -90,6 +90,11 @@ reproduce-table: $(PY)  ## the fixed-lr study, then its tables: make reproduce-t
 reproduce-tuned: $(PY)  ## each norm at its own lr: make reproduce-tuned [SCALE=mini] [TUNED_TASKS=rt,sst2] [SEEDS=...] [BUDGET_MIN=60]
 	$(PY) -m normlab.campaigns.xu2019 --study tuned $(STUDY_ARGS) $(if $(TUNED_TASKS),--tasks $(TUNED_TASKS)) \
 	  $(if $(SEEDS),--evaluation-seeds $(SEEDS))
+
+# The confirmatory study's lrs: seed 1 at every lr of the tuned grid for each norm of the paper's
+# claims (the tuned study's selection runs at the same presets are reused); it reports nothing.
+select-confirm-lr: $(PY)  ## the confirmatory study's lr selection: make select-confirm-lr [TUNED_TASKS=...] [BUDGET_MIN=60]
+	$(PY) -m normlab.campaigns.xu2019 --study confirm-lr --extend 3 $(STUDY_ARGS) $(if $(TUNED_TASKS),--tasks $(TUNED_TASKS))
 
 reproduce-prenorm: $(PY)  ## enwik8 with pre-norm, all 9 norms: make reproduce-prenorm [SEEDS=...] [BUDGET_MIN=60]
 	$(PY) -m normlab.campaigns.xu2019 --study prenorm $(STUDY_ARGS) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(OVERRIDES),-- $(OVERRIDES))

@@ -22,7 +22,7 @@ self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 cd "$(git rev-parse --show-toplevel)"
 py=${PYTHON:-.venv/bin/python}
 dir=${GRID_DIR:-runs/grid}
-known() { case $1 in fixed | prenorm | placement | tuned) return 0 ;; esac; echo "grid.sh: unknown study '$1' (fixed, tuned, prenorm or placement)" >&2; return 1; }
+known() { case $1 in fixed | prenorm | placement | tuned | confirm-lr) return 0 ;; esac; echo "grid.sh: unknown study '$1' (fixed, tuned, prenorm, placement or confirm-lr)" >&2; return 1; }
 driver() { echo -m normlab.campaigns.xu2019 --study "$1"; }
 alive() { [[ -f $dir/$1.pid ]] && kill -0 "$(cat "$dir/$1.pid")" 2>/dev/null; }
 [[ $cmd == _chain ]] || known "$study" || exit 2

@@ -250,3 +250,42 @@ def test_a_session_whose_first_jobs_all_fail_stops_and_says_where_to_look(tmp_pa
     assert "the first 3 jobs of this slice all failed" in out.stderr, out.stderr[-2000:]
     logs = list((tmp_path / "runs").rglob("logs/*/*.log"))
     assert len(logs) == 3 and "does not exist" in logs[0].read_text()
+
+
+@pytest.mark.slow
+def test_the_confirmatory_lr_selection_trains_seed_one_only_and_reuses_the_tuned_choice(
+    tmp_path, data_dir
+):
+    # confirm-lr chooses each norm's lr for a later study and reports nothing: no evaluation seed
+    # is trained, and the tuned study's selection runs at the same preset count as its own
+    args = ["--study", "confirm-lr", "--scale", "smoke", "--tasks", "synthetic_cls"]
+    args += ["--norms", "layernorm", "--jobs", "2", "--root", str(tmp_path / "runs")]
+    args += ["--working-tree", "--no-figures"]
+    env = {**os.environ, "NORMLAB_DATA": str(data_dir), "NORMLAB_CACHE": str(TEST_CACHE)}
+    driver = [sys.executable, "-m", "normlab.campaigns.xu2019", *args]
+
+    def select():
+        return subprocess.run(
+            driver, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+        )
+
+    out = select()
+    assert out.returncode == 0 and "study complete" in out.stdout, out.stdout[-2000:] + out.stderr
+    res = tmp_path / "results" / "smoke-confirm-lr"
+    seeds = {d.name for d in (res / "runs").rglob("seed*")}
+    assert seeds == {"seed1"}
+    n = len(list((res / "runs").rglob("summary.json")))
+    assert n >= 5  # the preset and its four factors at least
+    # the same choice, made by the tuned study: moved to its folder, it is read, not re-trained
+    tuned_runs = tmp_path / "results" / "smoke-tuned" / "runs"
+    tuned_runs.parent.mkdir(parents=True)
+    shutil.move(res / "runs", tuned_runs)
+    shutil.rmtree(res)
+    shutil.rmtree(tmp_path / "runs")
+    again = select()
+    assert again.returncode == 0 and "0 trained this slice" in again.stdout, again.stdout[-2000:]
+    assert len(list((res / "runs").rglob("summary.json"))) == n
+    refused = subprocess.run(
+        [*driver, "--evaluation-seeds", "2"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert refused.returncode == 2 and "selection seed only" in refused.stderr

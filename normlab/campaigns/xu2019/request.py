@@ -192,6 +192,10 @@ def parse(argv: Optional[list] = None) -> Request:
     recorded = ((provenance.read(out).get("grid") or {}).get("seed_roles") or {}) if tuned else {}
     sel = _ints(a.selection_seeds) or recorded.get("selection") or roles.selection_seeds()
     ev = _ints(a.evaluation_seeds) or recorded.get("evaluation") or roles.evaluation_seeds()
+    if decl.get("evaluation") is False:  # a selection-only study: it chooses, it reports nothing
+        if a.evaluation_seeds:
+            p.error(f"--evaluation-seeds: study {a.study} trains its selection seed only")
+        ev = []
     if tuned and a.seeds:
         p.error(
             "--seeds: the tuned study trains its selection seed, then its evaluation seeds; "

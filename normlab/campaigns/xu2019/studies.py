@@ -92,6 +92,31 @@ STUDIES = {
         "make": "make reproduce-tuned",
         "title": "tuned comparison",
     },
+    # The confirmatory study's lrs, chosen before it is declared: seed 1 at every lr of the tuned
+    # grid for each norm of the paper's claims, at the presets in use. It chooses and reports
+    # nothing (no evaluation seed): its folder is the record of the choice the confirmatory
+    # declaration cites. The tuned study's selection runs at the same presets are reused
+    # ("reuses": their committed and staged copies count for the same jobs).
+    "confirm-lr": {
+        "kind": "tuned",
+        "name": "xu2019",
+        "tasks": CHEAPEST_FIRST,
+        "norms": (
+            "none",
+            "layernorm",
+            "layernorm_simple",
+            "detachnorm",
+            "detach_mean",
+            "detach_var",
+            "adanorm",
+        ),
+        "evaluation": False,
+        "reuses": ("tuned",),
+        "out": "{scale}-confirm-lr",
+        "overrides": [],
+        "make": "make select-confirm-lr",
+        "title": "the confirmatory study's lr selection",
+    },
 }
 FIXED_STUDIES = {k: v for k, v in STUDIES.items() if v["kind"] == "fixed"}
 

@@ -19,6 +19,7 @@ from ...rundir import criterion
 from ...study.grid import Job, Study
 from ...study.staging import staging_dir
 from .request import Request
+from .studies import out_folder
 from .tuned_protocol import grid_lrs, select
 
 NAME = "xu2019"
@@ -37,6 +38,16 @@ class Grid(Study):
             shared=[staging_dir(fixed) / "runs", fixed / "runs"],
             **a.study_args(commit, dirty, code),
         )
+        # the selection runs of the studies this one reuses (studies.py "reuses"): their choice at
+        # the same preset is the same choice, so their copies count for the same seed-1 jobs
+        self.reused = [
+            folder
+            for study in a.decl.get("reuses", ())
+            for folder in (
+                staging_dir(a.out.parent / out_folder(study, a.scale)) / "runs",
+                a.out.parent / out_folder(study, a.scale) / "runs",
+            )
+        ]
         self.a = a
         self.preset_lrs: dict[tuple[str, str], float] = {}
         # (task, norm) -> the selection seed's jobs by lr, whether every one has finished, the lr
@@ -44,7 +55,8 @@ class Grid(Study):
         self.choices: dict[tuple[str, str], tuple[dict[float, Job], bool, Optional[float]]] = {}
 
     def shared_for(self, job: Job) -> list[Path]:
-        return self.shared if job.lr is None else []
+        reused = self.reused if job.seed == self.a.select_seed else []
+        return (self.shared if job.lr is None else []) + reused
 
     def is_shared(self, job: Job) -> bool:
         """A preset-lr evaluation run: the fixed-lr study's as much as this one's."""
