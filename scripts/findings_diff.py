@@ -23,7 +23,7 @@ from typing import Optional
 
 from normlab.report.verdicts import AGAINST, SUPPORTS, UNTESTED
 
-KINDS = ("supported", "refuted", "equivalent", "unresolved", "untested")
+KINDS = ("supported", "refuted", "negligible", "unresolved", "untested")
 
 
 class NoFindings(Exception):
@@ -65,6 +65,8 @@ def kind(verdict: str) -> str:
         return "refuted"
     if v in UNTESTED or not v:
         return "untested"
+    if v == "equivalent":  # the word for negligible before every class had its own test
+        return "negligible"
     return v if v in KINDS else "unresolved"
 
 

@@ -7,7 +7,7 @@ Reads the primary study's findings.json (each row's mean difference and SD of th
 differences), draws every tested row's differences from a normal with those, runs the declared
 procedure (normlab/configs/study/claims.yaml ``sequential``: looks, alpha / K per look, Holm over
 the rows; normlab.report.sequential.sequential_family) and prints per row the chance it resolves
-(rejected, or decided by its 90% CI) within the last look and the expected seeds it uses, then the
+(one of its hypotheses rejected by Holm) within the last look and the expected seeds it uses, then the
 expected seeds per resolved row. The observed effects are estimates from 5 seeds: read the output
 as a plan, not a promise.
 """
@@ -45,21 +45,26 @@ def main(argv=None) -> int:
             file=sys.stderr,
         )
         return 2
-    forms = {c.key: c.form for c in CLAIMS}
+    forms_of = {c.key: c.form for c in CLAIMS}
     tested = [r for r in rows if not r["decided"] and r["sd"] is not None and r["diff"] is not None]
     if not tested:
         print(f"sequential_seeds: {path}: no tested row", file=sys.stderr)
         return 2
     sizes = look_sizes()
-    ni = np.array([forms[r["claim"]] == S.NONINFERIOR for r in tested])
+    forms = [forms_of[r["claim"]] for r in tested]
     margins = np.array([r["margin"] for r in tested], float)
-    mean = np.array([r["diff"] for r in tested], float)
-    sd = np.array([r["sd"] for r in tested], float)
+    # each row's streams: an overfitting row's train difference, then its valid difference
+    two = [f == S.OVERFIT for f in forms]
+    mean = np.array([[r.get("diff_train") or 0.0, r["diff"]] if t else [r["diff"], 0.0]
+                     for r, t in zip(tested, two)], float)  # fmt: skip
+    sd = np.array([[r.get("sd_train") or 1.0, r["sd"]] if t else [r["sd"], 1.0]
+                   for r, t in zip(tested, two)], float)  # fmt: skip
     rng = np.random.default_rng(a.seed)
-    d = mean[None, :, None] + sd[None, :, None] * rng.standard_normal(
-        (a.studies, len(tested), sizes[-1])
+    d = mean[None, :, None, :] + sd[None, :, None, :] * rng.standard_normal(
+        (a.studies, len(tested), sizes[-1], 2)
     )
-    _, used, resolved = sequential_family(d, ni, margins, sizes, settings()["alpha"])
+    out = sequential_family(d, forms, margins, sizes, settings()["alpha"])
+    used, resolved = out.used, out.resolved
     print(
         f"{len(tested)} tested rows of {path}, looks at {sizes} seeds, {a.studies} simulated "
         "studies under the observed mean differences and SDs:"
@@ -67,7 +72,7 @@ def main(argv=None) -> int:
     print(f"{'claim':<30} {'task':<15} {'diff':>8} {'sd':>8} {'P(resolved)':>12} {'E[seeds]':>9}")
     for i, r in enumerate(tested):
         print(
-            f"{r['claim']:<30} {r['column']:<15} {mean[i]:>+8.3f} {sd[i]:>8.3f} "
+            f"{r['claim']:<30} {r['column']:<15} {r['diff']:>+8.3f} {r['sd']:>8.3f} "
             f"{resolved[:, i].mean():>12.2f} {used[:, i].mean():>9.1f}"
         )
     per = used[resolved].mean() if resolved.any() else float("nan")

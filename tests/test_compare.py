@@ -60,25 +60,34 @@ def test_every_norm_is_compared_with_layernorm_per_task_and_holm_adjusts_the_rep
     assert [(r["task"], r["A"]) for r in rows] == [
         (t, n) for t in ("rt", "sst2") for n in ("RMSNorm", "DyT", "mynorm")
     ]
-    ps = []
+    flat, shown = [], []
     for r in rows:
         d = np.subtract(
             VALUES[r["task"]][{"RMSNorm": "rmsnorm", "DyT": "dyt"}.get(r["A"], r["A"])],
             VALUES[r["task"]]["layernorm"],
         )
         assert float(r["A − reference"]) == pytest.approx(d.mean(), abs=0.006)
-        p = stats.ttest_1samp(d, 0.0).pvalue
-        assert float(r["p"]) == pytest.approx(p, rel=1e-2)
+        up = stats.ttest_1samp(d, 0.0, alternative="greater").pvalue
+        down = stats.ttest_1samp(d, 0.0, alternative="less").pvalue
+        tost = max(
+            stats.ttest_1samp(d, -0.2, alternative="greater").pvalue,
+            stats.ttest_1samp(d, 0.2, alternative="less").pvalue,
+        )
+        # 'p': the deciding test's, the smaller one-sided p while unresolved
+        negligible = r["verdict"] == "negligible"
+        assert float(r["p"]) == pytest.approx(tost if negligible else min(up, down), rel=1e-2)
         half = stats.t.ppf(0.95, 2) * d.std(ddof=1) / np.sqrt(3)
         lo, hi = json.loads(r["90% CI"].replace("+", ""))
         assert (lo, hi) == pytest.approx((d.mean() - half, d.mean() + half), abs=0.006)
-        ps.append(p)
-    holm = multipletests(ps, method="holm")[1]
-    assert [float(r["p Holm"]) for r in rows] == pytest.approx(list(holm), rel=1e-2)
+        shown.append(len(flat) + {"worse": 1, "negligible": 2}.get(r["verdict"], 0))
+        flat += [up, down, tost]
+    # Holm over every hypothesis of every row (three each); a row shows its deciding one's
+    holm = multipletests(flat, method="holm")[1]
+    assert [float(r["p Holm"]) for r in rows] == pytest.approx([holm[i] for i in shown], rel=1e-2)
     mine = {(r["task"], r["A"]): r["verdict"] for r in rows}
     assert mine["rt", "mynorm"] == "better"  # +2.05 ± 0.05 over three seeds
     caption = (tmp_path / "rep" / "comparisons.md").read_text()
-    assert "this report's family: Holm adjusts its 6 tested rows" in caption
+    assert "this report's family: Holm adjusts the 18 hypotheses of its 6 tested rows" in caption
 
 
 def test_a_claims_file_is_the_primary_family_and_the_comparisons_become_exploratory(tmp_path):
@@ -98,11 +107,29 @@ def test_a_claims_file_is_the_primary_family_and_the_comparisons_become_explorat
         ("RMSNorm ≥ LayerNorm", "sst2"),
     ]
     ps = [float(r["p"]) for r in rows]
-    assert [float(r["p Holm"]) for r in rows] == pytest.approx(
-        list(multipletests(ps, method="holm")[1]), rel=1e-2
-    )
+    # every hypothesis of the three rows in one Holm family: 3 + 3 for the superiority rows, 2
+    # for the non-inferiority one; each row's 'p Holm' is its deciding hypothesis's
+    flat = []
+    for task, a, margin_ in (("rt", "mynorm", 0.2), ("sst2", "mynorm", 0.2)):
+        d = np.subtract(VALUES[task][a], VALUES[task]["layernorm"])
+        flat += [
+            stats.ttest_1samp(d, 0.0, alternative="greater").pvalue,
+            stats.ttest_1samp(d, 0.0, alternative="less").pvalue,
+            max(
+                stats.ttest_1samp(d, -margin_, alternative="greater").pvalue,
+                stats.ttest_1samp(d, margin_, alternative="less").pvalue,
+            ),
+        ]
     d = np.subtract(VALUES["sst2"]["rmsnorm"], VALUES["sst2"]["layernorm"])
     p = stats.ttest_1samp(d, -1.0, alternative="greater").pvalue  # the claim's own margin
+    flat += [p, stats.ttest_1samp(d, -1.0, alternative="less").pvalue]
+    holm = multipletests(flat, method="holm")[1]
+    deciding = {"better": 0, "worse": 1, "negligible": 2, "non-inferior": 0, "inferior": 1}
+    starts = (0, 3, 6)
+    expected = [
+        holm[start + deciding.get(r["verdict"].split(" (")[0], 0)] for start, r in zip(starts, rows)
+    ]
+    assert [float(r["p Holm"]) for r in rows] == pytest.approx(expected, rel=1e-2)
     assert ps[2] == pytest.approx(p, rel=1e-2) and rows[2]["margin"] == "±1"
     comp = rows_of(tmp_path / "rep" / "comparisons.csv")
     assert all(r["p Holm"] == "–" for r in comp)
@@ -171,7 +198,7 @@ def test_seeds_that_do_not_pair_are_compared_by_welch(tmp_path):
     for seed, v in zip((7, 8, 9), b):
         make_run(tmp_path, "rt", "layernorm", seed, v)
     f = comparisons(Grid(find_runs([tmp_path])), Reference.parse(), primary=True).family.rows[0]
-    res = stats.ttest_ind(a, b, equal_var=False)
+    res = stats.ttest_ind(a, b, equal_var=False, alternative="greater")  # the support hypothesis
     assert f.p == pytest.approx(res.pvalue) and f.t == pytest.approx(res.statistic)
     assert "unpaired (no seed run by both): Welch" in f.sentence
 

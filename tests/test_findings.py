@@ -56,23 +56,46 @@ def test_a_no_worse_claim_is_a_non_inferiority_test_at_its_margin(tmp_path):
     assert f.p == pytest.approx(t.pvalue, rel=1e-12) and f.t == pytest.approx(t.statistic)
     assert "seed(s) 9 left out" in f.sentence and "one-sided against −margin" in f.sentence
     assert f.p < 0.05 and f.verdict("raw") == "non-inferior"
+    # its refutation is the other side of the same boundary
+    t_ref = stats.ttest_1samp(d, -0.2, alternative="less")
+    assert [h["cls"] for h in f.hyps] == ["support", "refute"]
+    assert f.hyps[1]["p"] == pytest.approx(t_ref.pvalue, rel=1e-12)
     # the same differences with LayerNorm-simple 1.2 points behind: the CI lies below -margin
     for seed, (a, b) in enumerate(zip(lns, ln), start=2):
         make_run(tmp_path / "worse", "rt", "layernorm_simple", seed, a - 1.2)
         make_run(tmp_path / "worse", "rt", "layernorm", seed, b)
     g = evaluate(Grid(find_runs([tmp_path / "worse"])), CLAIM["ln_simple_no_worse"], "rt")
     assert g.ci90[1] < -0.2 and g.verdict("raw") == "inferior"
+    assert g.hyps[1]["p"] < 0.05  # decided by its test, not by the CI
 
 
-def test_a_strict_claim_is_two_sided_and_an_equivalent_row_is_not_refuted(tmp_path):
+def test_a_strict_claim_tests_each_direction_and_a_tie_within_the_margin_is_negligible(tmp_path):
     for seed, noise in zip((2, 3, 4, 5), (0.01, -0.02, 0.015, -0.005)):
         make_run(tmp_path, "rt", "adanorm", seed, 80.0 + noise)
         make_run(tmp_path, "rt", "layernorm", seed, 80.0 - noise / 2)
     f = evaluate(Grid(find_runs([tmp_path])), CLAIM["adanorm_improves"], "rt")
     d = np.array([0.015, -0.03, 0.0225, -0.0075])
-    assert f.p == pytest.approx(stats.ttest_1samp(d, 0.0).pvalue, rel=1e-9)
-    assert -0.2 < f.ci90[0] and f.ci90[1] < 0.2 and f.verdict("raw") == "equivalent"
-    assert "refuted on 0, equivalent on 1" in outcome([f], "raw")
+    p_up = stats.ttest_1samp(d, 0.0, alternative="greater").pvalue
+    assert f.p == pytest.approx(p_up, rel=1e-9)
+    tost = max(
+        stats.ttest_1samp(d, -0.2, alternative="greater").pvalue,
+        stats.ttest_1samp(d, 0.2, alternative="less").pvalue,
+    )
+    assert [h["cls"] for h in f.hyps] == ["support", "refute", "negligible"]
+    assert f.hyps[2]["p"] == pytest.approx(tost, rel=1e-9)
+    assert tost < 0.05 and f.verdict("raw") == "negligible"
+    assert "refuted on 0, negligible on 1" in outcome([f], "raw")
+
+
+def test_a_significant_effect_inside_the_margin_is_negligible_never_supported(tmp_path):
+    # AdaNorm ahead of LayerNorm by 0.05 accuracy points on every seed: significant, but a tenth
+    # of the margin (0.2): the classes do not overlap, negligible decides
+    for seed, noise in zip((2, 3, 4, 5, 6), (0.01, -0.01, 0.005, 0.0, -0.005)):
+        make_run(tmp_path, "rt", "adanorm", seed, 80.05 + noise)
+        make_run(tmp_path, "rt", "layernorm", seed, 80.0)
+    f = evaluate(Grid(find_runs([tmp_path])), CLAIM["adanorm_improves"], "rt")
+    assert f.hyps[0]["p"] < 0.01 and f.hyps[2]["p"] < 0.01
+    assert f.verdict("raw") == "negligible"
 
 
 def test_lower_is_better_metrics_flip_sign_and_a_clear_loss_is_worse(tmp_path):
@@ -83,7 +106,7 @@ def test_lower_is_better_metrics_flip_sign_and_a_clear_loss_is_worse(tmp_path):
         )
     f = evaluate(Grid(find_runs([tmp_path])), CLAIM["adanorm_improves"], "enwik8")
     assert f.diff == pytest.approx(-(5.73 - 4.1) + 0.02 / 3 * 1, abs=0.02) and f.diff < 0
-    assert f.p < 0.05 and f.verdict("raw") == "worse"
+    assert f.hyps[1]["p"] < 0.05 and f.verdict("raw") == "worse"
 
 
 def test_holm_adjusts_the_primary_family_only(tmp_path):
@@ -91,7 +114,7 @@ def test_holm_adjusts_the_primary_family_only(tmp_path):
     res = tmp_path / "results"
     for folder in ("mini", "mini-tuned"):
         for task, shift in (("rt", 2.0), ("sst2", 3.0)):
-            for seed, noise in zip((2, 3, 4), (0.1, -0.2, 0.15)):
+            for seed, noise in zip((2, 3, 4), (0.05, -0.1, 0.075)):
                 make_run(res / folder / "runs", task, "layernorm_simple", seed, 80 + shift + noise)
                 make_run(res / folder / "runs", task, "layernorm", seed, 80.0 - noise)
     every = findings(Grid(find_runs([res / "mini" / "runs"])))
@@ -99,18 +122,22 @@ def test_holm_adjusts_the_primary_family_only(tmp_path):
     fs = [f for f in every if f.claim.key == "ln_simple_no_worse"]
     # the overfitting rows have no curves to measure: decided without a test, outside the family
     assert {f.verdict() for f in every if f not in fs} == {"no test"}
-    assert fam.primary and fam.declared and fam.size == 2 and fam.study == "fixed"
-    # each row may still gain seeds (K = 4 looks): Holm adjusts K x its p at the one look made
-    assert [f.p_seq for f in fs] == pytest.approx([min(1.0, 4 * f.p) for f in fs])
-    holm = multipletests([fs[0].p_seq, fs[1].p_seq], method="holm")[1]
-    assert [fs[0].p_holm, fs[1].p_holm] == pytest.approx(list(holm))
+    # two rows, each with its support and refutation hypotheses: m = 4
+    assert fam.primary and fam.declared and fam.size == 4 and fam.study == "fixed"
+    assert fam.tested_rows == 2
+    # each row may still gain seeds (K = 4 looks): Holm adjusts K x each p at the one look made
+    flat = [h for f in fs for h in f.hyps]
+    assert [h["p_seq"] for h in flat] == pytest.approx([min(1.0, 4 * h["p"]) for h in flat])
+    holm = multipletests([h["p_seq"] for h in flat], method="holm")[1]
+    assert [h["p_holm"] for h in flat] == pytest.approx(list(holm))
+    assert [fs[0].p_holm, fs[1].p_holm] == pytest.approx([holm[0], holm[2]])  # the deciding ones
     assert all(f.primary and f.shown() == "non-inferior" for f in fs)
     # the sign test across tasks is exploratory: computed, never adjusted
     assert fam.signs["ln_simple_no_worse"]["p"] == pytest.approx(0.5)  # 2 of 2: 2 * 1/4
     # the MDE is at alpha / (m K), one-sided for a non-inferiority row
-    assert fs[0].mde == pytest.approx(S.mde(3, fs[0].sd, 0.05 / (2 * 4), 0.8, sides=1))
+    assert fs[0].mde == pytest.approx(S.mde(3, fs[0].sd, 0.05 / (4 * 4), 0.8, sides=1))
     line = summary_lines(every, fam, "fixed")[0]
-    assert "primary family's 2 tests" in line and "as claimed on 2 of 2 tasks" in line
+    assert "primary family's 4 tests" in line and "as claimed on 2 of 2 tasks" in line
     # another declared study's rows are secondary: uncorrected, labelled exploratory
     other = findings(Grid(find_runs([res / "mini-tuned" / "runs"])))
     sec = build(other, res / "mini-tuned")
@@ -120,7 +147,7 @@ def test_holm_adjusts_the_primary_family_only(tmp_path):
     # outside the declared folders a report is its own family, and says so
     own = build(findings(Grid(find_runs([res / "mini" / "runs"]))), tmp_path / "elsewhere")
     assert own.primary and not own.declared and "its own" not in family_sentence(fam)
-    assert "this report's own 2 tested rows" in family_sentence(own)
+    assert "the 2 tested rows of the report" in family_sentence(own)
 
 
 def test_the_report_of_each_folder_says_which_family_it_is(tmp_path):
@@ -145,7 +172,7 @@ def test_the_report_of_each_folder_says_which_family_it_is(tmp_path):
         )
     fam_a = (tmp_path / "a" / "family.md").read_text()
     fam_b = (tmp_path / "b" / "family.md").read_text()
-    assert "| fixed | primary (declared) | 1 | 1 | 0 | 1 |" in fam_a
+    assert "| fixed | primary (declared) | 1 | 1 | 0 | 3 |" in fam_a
     assert "| prenorm | secondary (exploratory) | 1 | 1 | 0 | – |" in fam_b
     # the placement study is secondary too, not the fixed study at a scale "mini-placement"
     fam_c = (tmp_path / "c" / "family.md").read_text()
@@ -157,7 +184,7 @@ def test_the_report_of_each_folder_says_which_family_it_is(tmp_path):
     )
     assert "(exploratory)" in row_b
     text = (tmp_path / "a" / "findings.md").read_text()
-    assert "Primary family (declared in normlab/configs/study/claims.yaml before the runs)" in text
+    assert "Primary family (declared in normlab/configs/study/claims.yaml)" in text
     # the caption names the sources of variability, the test and its assumption, n, alpha
     assert "source of variability" in text and "assumed independent across seeds" in text
     assert "alpha = 0.05" in text and "Across tasks (two-sided sign tests, exploratory" in text
@@ -204,10 +231,10 @@ def test_rise_after_the_minimum_and_the_gap_at_the_best_checkpoint(tmp_path):
     assert gap_last(run) == pytest.approx(1.5 - 1.0)
 
 
-def test_the_overfitting_claim_compares_the_gaps_at_the_same_step(tmp_path):
+def test_the_overfitting_claim_needs_a_lower_train_loss_and_a_higher_valid_loss(tmp_path):
     # LayerNorm's minimum comes early and its valid loss rises a lot after it; LayerNorm-simple's
     # minimum comes late. On the rise after each own minimum LayerNorm "overfits" far more; at the
-    # same step their gaps are alike: the timing alone made the difference.
+    # same step (the last both evaluated) the comparison is of train and valid loss there.
     for seed in (2, 3, 4):
         e = 0.002 * seed
         make_run(tmp_path, "rt", "layernorm", seed, 70.0, curves=curves([0.8, 0.6, 0.7, 0.72 + e]))
@@ -216,18 +243,43 @@ def test_the_overfitting_claim_compares_the_gaps_at_the_same_step(tmp_path):
         )
     g = Grid(find_runs([tmp_path]))
     f = evaluate(g, CLAIM["ln_overfits"], "rt")
-    # both at step 100 (the last common evaluation): gap = valid - the train loss of (90, 100]
+    # both at step 100: valid(LayerNorm) − valid(LayerNorm-simple), positive = as claimed
     assert f.diff == pytest.approx(np.mean([0.002 * s for s in (2, 3, 4)]))
-    assert f.unit == "gap" and "at the last common evaluation" in f.sentence
+    assert f.diff_train == pytest.approx(0.0)  # the same train curves: LayerNorm fits no faster
+    assert f.unit == "loss" and "at the last common evaluation" in f.sentence
     rises = [valid_rise(r) for r in g.norm_cell("rt", "layernorm").runs]
     assert min(rises) > 19  # 0.6 -> 0.72: +20%, against LayerNorm-simple's 0%
-    assert f.verdict("raw") in ("larger", "equivalent", "unresolved")
-    assert abs(f.diff) < margin("gap")
+    assert f.verdict("raw") != "overfits"
     # one run stopped early: the pair is compared at the last step both have
     make_run(tmp_path, "rt", "layernorm", 5, 70.0, curves=curves([0.8, 0.6], steps=50))
     make_run(tmp_path, "rt", "layernorm_simple", 5, 70.0, curves=curves([0.9, 0.8, 0.75, 0.7]))
     g5 = evaluate(Grid(find_runs([tmp_path])), CLAIM["ln_overfits"], "rt")
     assert g5.n == 4
+
+
+def test_fitting_faster_alone_never_supports_overfitting(tmp_path):
+    # LayerNorm's train loss lower by 0.1 on every seed (a far larger gap), its valid loss lower
+    # too: the gap measure read this as overfitting; the claim as stated is refuted
+    for seed, e in zip((2, 3, 4, 5, 6), (0.01, -0.02, 0.015, 0.0, -0.005)):
+        make_run(tmp_path / "fast", "rt", "layernorm", seed, 70.0,
+                 curves=curves([0.9, 0.7, 0.6, 0.55 + e], train_end=0.9 + e))  # fmt: skip
+        make_run(tmp_path / "fast", "rt", "layernorm_simple", seed, 70.0,
+                 curves=curves([0.9, 0.7, 0.6, 0.60], train_end=1.0))  # fmt: skip
+    f = evaluate(Grid(find_runs([tmp_path / "fast"])), CLAIM["ln_overfits"], "rt")
+    assert f.diff_train == pytest.approx(0.1, abs=0.01) and f.diff < 0
+    assert f.verdict("raw") == "does not overfit"
+    # the paper's pattern: train loss lower and valid loss higher on every seed
+    for seed, e in zip((2, 3, 4, 5, 6), (0.01, -0.02, 0.015, 0.0, -0.005)):
+        make_run(tmp_path / "over", "rt", "layernorm", seed, 70.0,
+                 curves=curves([0.9, 0.7, 0.6, 0.70 + e], train_end=0.9 - e))  # fmt: skip
+        make_run(tmp_path / "over", "rt", "layernorm_simple", seed, 70.0,
+                 curves=curves([0.9, 0.7, 0.6, 0.60], train_end=1.0))  # fmt: skip
+    g = evaluate(Grid(find_runs([tmp_path / "over"])), CLAIM["ln_overfits"], "rt")
+    assert g.verdict("raw") == "overfits"
+    # the support is an intersection-union test: its p is the larger of the two one-sided ones
+    d_valid = [0.10 + e for e in (0.01, -0.02, 0.015, 0.0, -0.005)]
+    p_valid = stats.ttest_1samp(d_valid, 0.0, alternative="greater").pvalue
+    assert g.hyps[0]["p"] == pytest.approx(p_valid, rel=1e-6)
 
 
 def test_a_seed_initializes_the_parameters_every_norm_shares_alike(tmp_path):
@@ -260,3 +312,15 @@ def test_a_seed_initializes_the_parameters_every_norm_shares_alike(tmp_path):
     assert len(shared) > 40 and len(params["layernorm"]) > len(shared)
     for norm, p in params.items():
         assert all(torch.equal(p[k], params["layernorm"][k]) for k in shared), norm
+
+
+def test_a_row_whose_pairs_crossed_machines_says_which_seeds(tmp_path):
+    for seed in (2, 3, 4):
+        for norm, v in (("layernorm_simple", 80.0 + seed / 10), ("layernorm", 80.0)):
+            d = make_run(tmp_path, "rt", norm, seed, v)
+            s = json.loads((d / "summary.json").read_text())
+            isa = "AVX2" if (norm, seed) == ("layernorm", 3) else "AVX512"
+            s["machine"] = {"cpu": "EPYC", "isa": isa, "threads": 1}
+            (d / "summary.json").write_text(json.dumps(s))
+    f = evaluate(Grid(find_runs([tmp_path])), CLAIM["ln_simple_no_worse"], "rt")
+    assert "machines crossed" in f.notes and "seed(s) 3 paired runs of two machines" in f.sentence

@@ -5,6 +5,7 @@ existing run directory is refused without touching it."""
 import math
 
 import pytest
+import torch
 
 from helpers import run_cli, run_job
 from normlab.config import ConfigError
@@ -46,6 +47,10 @@ def test_smoke_run_per_norm_on_real_rt(data_dir, tmp_path, norm):
     )
     assert read_yaml(run_dir / "config.yaml")["norm"]["name"] == norm
     assert summary["params"] > 0 and summary["versions"]["torch"]
+    # the machine: runs of one seed are paired across norms only on one CPU and instruction set
+    machine = summary["machine"]
+    assert machine["cpu"] and machine["isa"] == torch.backends.cpu.get_cpu_capability()
+    assert machine["threads"] >= 1 and machine["native_kernels"]
 
 
 def test_multirun_over_two_norms_makes_two_run_dirs(data_dir, tmp_path):

@@ -7,8 +7,8 @@ margins: {acc: 0.5}         # optional, per measure; else claims.yaml's, each wi
 claims:
   - a: rmsnorm              # a norm's name as the runs recorded it
     b: layernorm
-    form: "A ≥ B"           # or non-inferiority; "A > B" or superiority
-    measure: metric         # the task's test metric (default), or gap (overfitting)
+    form: "A ≥ B"           # or non-inferiority; "A > B" or superiority; "A overfits B" or overfit
+    measure: metric         # the task's test metric (default), or gap; overfit takes loss
     margin: 0.5             # optional: this claim's smallest effect of interest
     tasks: [rt, sst2]       # optional: the tasks it is tested on (default: every task both ran)
     text: "RMSNorm is no worse than LayerNorm"   # optional
@@ -36,8 +36,11 @@ FORMS = {
     "a > b": S.SUPERIOR,
     ">": S.SUPERIOR,
     S.SUPERIOR: S.SUPERIOR,
+    "a overfits b": S.OVERFIT,
+    "overfits": S.OVERFIT,
+    S.OVERFIT: S.OVERFIT,
 }
-MEASURES = {"metric": "metric", "gap": "gap", "overfitting": "gap"}
+MEASURES = {"metric": "metric", "gap": "gap", "overfitting": "gap", "loss": "loss"}
 KEYS = {"key", "text", "a", "b", "form", "measure", "margin", "tasks", "source"}
 
 
@@ -82,9 +85,20 @@ def _claim(path: Path, i: int, c, margins: dict, alpha: Optional[float]) -> Clai
     form = FORMS.get(c["form"].strip().lower())
     if form is None:
         raise ClaimsFileError(
-            f"{path}: {where}.form: {c['form']!r}; write 'A ≥ B' (non-inferiority) or 'A > B' (superiority)"
+            f"{path}: {where}.form: {c['form']!r}; write 'A ≥ B' (non-inferiority), 'A > B' "
+            "(superiority) or 'A overfits B' (overfit)"
         )
-    measure = MEASURES.get(str(c.get("measure", "metric")).lower())
+    default = "loss" if form == S.OVERFIT else "metric"
+    measure = MEASURES.get(str(c.get("measure", default)).lower())
+    if form == S.OVERFIT and measure != "loss":
+        raise ClaimsFileError(
+            f"{path}: {where}.measure: {c['measure']!r}; an overfit claim compares train and valid "
+            "loss: write measure: loss, or leave it out"
+        )
+    if measure == "loss" and form != S.OVERFIT:
+        raise ClaimsFileError(
+            f"{path}: {where}.measure: loss is the overfit form's measure; write form: overfit"
+        )
     if measure is None:
         raise ClaimsFileError(
             f"{path}: {where}.measure: {c['measure']!r}; write metric (the task's test metric) or gap (overfitting)"
@@ -97,7 +111,7 @@ def _claim(path: Path, i: int, c, margins: dict, alpha: Optional[float]) -> Clai
         tasks = (tasks,)
     if not isinstance(tasks, (list, tuple)) or not all(isinstance(t, str) for t in tasks):
         raise ClaimsFileError(f"{path}: {where}.tasks: a list of task names, e.g. [rt, sst2]")
-    sign = "≥" if form == S.NONINFERIOR else ">"
+    sign = {S.NONINFERIOR: "≥", S.OVERFIT: "overfits more than"}.get(form, ">")
     return Claim(
         key=str(c.get("key") or f"claim{i + 1}"),
         text=str(

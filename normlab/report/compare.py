@@ -2,9 +2,9 @@
 value, per task: what a researcher comparing their own norms reads first.
 
 Each comparison is a claim row of the report's engine (verdicts.py) in the superiority form, "A >
-reference", two-sided: the difference A − reference (paired by seed; Welch when no seed pairs),
-its 90% CI, the test, and a verdict (better, worse, equivalent within the metric's margin, or
-unresolved), cells first (a cell that did not train is not compared). When the report tests no
+reference": the difference A − reference (paired by seed; Welch when no seed pairs), its 90% CI,
+the tests, and a verdict (better, worse, negligible within the metric's margin, or unresolved;
+verdicts.py), cells first (a cell that did not train is not compared). When the report tests no
 claims (no ``--claims`` file and no campaign claim the runs can test), the comparisons are the
 report's own family and Holm adjusts them; otherwise they are secondary, uncorrected and labelled
 exploratory, and the claims are the family.
@@ -152,6 +152,15 @@ def _raw(f: Finding, x: Optional[float], hib: bool) -> Optional[float]:
     return None if x is None else (x if hib or f.unit == "gap" else -x)
 
 
+def _shown_p(f: Finding) -> Optional[float]:
+    """The raw p of the test that decides the row's verdict as shown (after Holm in a family),
+    else the smaller one-sided p."""
+    h = f.deciding("holm" if f.primary else "raw")
+    if h is not None:
+        return h["p"]
+    return min((h["p"] for h in f.hyps if h["cls"] != "negligible"), default=None)
+
+
 def comparisons_table(grid: Grid, done: Compared, ref: Reference) -> Table:
     fam = done.family
     t = Table(
@@ -188,15 +197,15 @@ def comparisons_table(grid: Grid, done: Compared, ref: Reference) -> Table:
                 B.text(),
                 "–" if d is None else fmt(d, f.unit, signed=True),
                 "–" if ci is None else f"[{fmt(ci[0], f.unit, True)}, {fmt(ci[1], f.unit, True)}]",
-                _p(f.p),
+                _p(_shown_p(f)),
                 _p(f.p_holm),
                 f.shown(),
             ]
         )
     m = len(tested(fam.rows))
     family = (
-        f"These comparisons are this report's family: Holm adjusts its {m} tested rows (no claims "
-        "file was given and no campaign claim could be tested)."
+        f"These comparisons are this report's family: Holm adjusts the {fam.size} hypotheses of "
+        f"its {m} tested rows (no claims file was given and no campaign claim could be tested)."
         if fam.primary
         else "Secondary: the report's claims are its family, so these verdicts are uncorrected and "
         "exploratory."
@@ -204,9 +213,11 @@ def comparisons_table(grid: Grid, done: Compared, ref: Reference) -> Table:
     t.caption = (
         "A − reference in the metric's own units (each task's metric; the verdict says which way is "
         "better), paired by seed: the runs of one seed share their data order and initialization; "
-        "two-sided paired t-test of the per-seed differences (Welch where no seed pairs), 90% CI, "
-        "'pairs' the seeds both ran. Verdict: better / worse when the test rejects at alpha, equivalent when it "
-        "does not and the 90% CI lies within ±margin, else unresolved; a cell that did not train "
+        "one-sided paired t-tests of the per-seed differences each way and an equivalence test "
+        "(TOST) at ±margin (Welch where no seed pairs), 90% CI, 'pairs' the seeds both ran; 'p' "
+        "the deciding test's (the smaller one-sided p while unresolved). Verdict: negligible when "
+        "|A − reference| < margin is shown, else better / worse when A − reference > 0 / < 0 is, "
+        "else unresolved; a cell that did not train "
         f"is not compared. {family} {margins_sentence()}"
     )
     columns = list(dict.fromkeys(f.column for f in fam.rows))

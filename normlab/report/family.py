@@ -1,12 +1,16 @@
-"""A family of claim rows and its correction: Holm over the rows tested together, each row's
-minimum detectable effect at the family's strictest level, and the exploratory sign test of each
-claim across tasks. Which rows form the family is declared by the caller: a campaign's primary
+"""A family of claim rows and its correction: Holm over every hypothesis of the rows tested
+together (each row's support, refutation and negligibility tests, report/hypotheses.py, each with
+its look-spent p), each row's minimum detectable effect at the family's strictest level, and the
+exploratory sign test of each claim across tasks. Which rows form the family is declared by the caller: a campaign's primary
 study, a claims file the user gives the report, or the report's own comparisons."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
+
+import numpy as np
 
 from . import stats as S
 from .axis import units
@@ -21,12 +25,17 @@ class Family:
     rows: list[Finding]
     primary: bool  # these rows are adjusted together (the primary family, or a report's own)
     declared: bool  # the declared primary family (claims.yaml), not a report's own
-    size: int = 0  # m: the tested rows Holm adjusts over (0 for secondary rows)
+    size: int = 0  # m: the hypotheses Holm adjusts over (0 for secondary rows)
+    tested_rows: int = 0  # the rows those hypotheses belong to
     signs: dict = field(default_factory=dict)  # claim key -> exploratory sign test across tasks
 
 
 def tested(rows: Sequence[Finding]) -> list[Finding]:
-    return [f for f in rows if not f.decided and f.p is not None]
+    return [f for f in rows if not f.decided and f.hyps]
+
+
+def _holm_p(h: dict) -> Optional[float]:
+    return h.get("p_seq") if h.get("p_seq") is not None else h.get("p")
 
 
 def sign_tests(fs: list[Finding], order: Sequence[str] = ()) -> dict[str, dict]:
@@ -54,29 +63,42 @@ def apply(
     looks: Optional[Sequence[int]] = None,
     order: Sequence[str] = (),
 ) -> Family:
-    """Adjust ``rows`` by Holm when they are a family (``primary``), and set each tested row's
-    MDE: at alpha / (m K) for a family (K: the ``looks`` at which its rows may gain seeds), at
-    alpha for a secondary row; one-sided for non-inferiority. ``order``: the claims' keys in
-    their declared order, for the sign tests."""
+    """Adjust every hypothesis of ``rows`` by Holm when they are a family (``primary``), and set
+    each tested row's MDE: at alpha / (m K) for a family (m: its hypotheses; K: the ``looks`` at
+    which its rows may gain seeds), at alpha for a secondary row; one-sided, as the claim's own
+    hypothesis is.
+    ``order``: the claims' keys in their declared order, for the sign tests."""
     cfg = settings()
     mine = tested(rows)
-    # a family's rows may gain seeds (claims.yaml sequential): Holm over their look-adjusted p
-    ps = [f.p_seq if f.p_seq is not None else f.p for f in mine]
-    holm = S.holm(ps) if primary and mine else [None] * len(mine)
-    for f, h in zip(mine, holm):
-        f.primary, f.p_holm = primary, h
-    size = len(mine) if primary else 0
+    # a family's rows may gain seeds (claims.yaml sequential): Holm over their look-spent p
+    flat = [h for f in mine for h in f.hyps]
+    holm = S.holm([_holm_p(h) for h in flat]) if primary and flat else [None] * len(flat)
+    for h, adj in zip(flat, holm):
+        h["p_holm"] = adj
+    for f in mine:
+        f.primary = primary
+        decided = f.deciding("holm") if primary else None
+        f.p_holm = (decided or f.hyps[0]).get("p_holm") if primary else None
+    size = len(flat) if primary else 0
     sizes = list(looks) if looks else [max((f.n for f in mine), default=0)]
     alpha = rows[0].claim.level if rows else cfg["alpha"]
     level = alpha / (size * len(sizes)) if size else alpha
     for f in mine:
-        sides = 1 if f.claim.form == S.NONINFERIOR else 2
+        sides = 1  # every hypothesis is one-sided (the support's, which the MDE is of)
         f.mde = S.mde(f.n, f.sd, level, cfg["power"], sides)
         if primary and looks:
             f.seeds_needed = S.seeds_to_resolve(f.sd, f.margin, level, sizes, sides, cfg["power"])
     if primary and declared and looks and len(sizes) > 1:
         chances(mine, sizes, alpha)  # the declared study's rows are the ones seeds are added to
-    return Family(study, rows, primary, declared, size, sign_tests(rows, order))
+    return Family(
+        study,
+        rows,
+        primary,
+        declared,
+        size,
+        tested_rows=len(mine) if primary else 0,
+        signs=sign_tests(rows, order),
+    )
 
 
 def chances(mine: list[Finding], sizes: Sequence[int], alpha: float) -> None:
@@ -91,13 +113,17 @@ def chances(mine: list[Finding], sizes: Sequence[int], alpha: float) -> None:
     floor = futility()
     if not any(open_) or floor is None:
         return
+    streams = [
+        [f.diff_train, f.diff] if f.claim.form == S.OVERFIT else [f.diff, math.nan] for f in mine
+    ]
+    sds = [[f.sd_train, f.sd] if f.claim.form == S.OVERFIT else [f.sd, math.nan] for f in mine]
     got = resolve_chance(
         [f.n for f in mine],
-        [f.diff for f in mine],
-        [f.sd for f in mine],
-        [f.p_seq if f.p_seq is not None else f.p for f in mine],
+        np.array(streams, float),
+        np.array(sds, float),
+        [_holm_p(h) for f in mine for h in f.hyps],
         open_,
-        [f.claim.form == S.NONINFERIOR for f in mine],
+        [f.claim.form for f in mine],
         [f.margin if f.margin is not None else 0.0 for f in mine],
         sizes,
         alpha,

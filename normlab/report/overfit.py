@@ -37,12 +37,9 @@ def valid_rise(run: Run) -> Optional[float]:
     return 100.0 * (valid[-1]["loss"] - low) / low if low > 0 else None
 
 
-def _gap_at(run: Run, record: Optional[dict]) -> Optional[float]:
-    """Valid loss of ``record`` minus the mean train loss logged over the last 10% of the steps up
-    to it (train losses are measured with dropout on, the same way for every norm)."""
-    if record is None:
-        return None
-    s = record["step"]
+def _train_at(run: Run, s: int) -> Optional[float]:
+    """The mean train loss logged over the last 10% of the steps up to ``s`` (train losses are
+    measured with dropout on, the same way for every norm)."""
     train = [
         r
         for r in run.curves
@@ -51,7 +48,23 @@ def _gap_at(run: Run, record: Optional[dict]) -> Optional[float]:
     if not train:
         return None
     window = [r["loss"] for r in train if r["step"] > 0.9 * s] or [train[-1]["loss"]]
-    return record["loss"] - statistics.fmean(window)
+    return statistics.fmean(window)
+
+
+def _gap_at(run: Run, record: Optional[dict]) -> Optional[float]:
+    """Valid loss of ``record`` minus the train loss up to it (``_train_at``)."""
+    if record is None:
+        return None
+    train = _train_at(run, record["step"])
+    return None if train is None else record["loss"] - train
+
+
+def losses_at_step(run: Run, step: Optional[int]) -> Optional[tuple[float, float]]:
+    """(train loss, valid loss) at the evaluation of ``step``: the overfitting claim's measure, the
+    two losses it compares at one step both norms evaluated."""
+    record = next((r for r in _valid(run) if r["step"] == step), None) if step else None
+    train = _train_at(run, step) if record else None
+    return None if train is None else (train, record["loss"])
 
 
 def gap_last(run: Run) -> Optional[float]:

@@ -4,10 +4,10 @@ against a textbook value).
 - A claim compares two norms on the seeds both completed. The runs of one seed share their
   training subset, data order and the initialization of the parameters the norms share, so the
   difference is taken seed by seed (a paired design) and tested as one sample of differences.
-- ``by_form``: one test per claim row, chosen by the claim's form: "A ≥ B" is a non-inferiority
-  test at the margin (one-sided, H0: the difference is at most -margin), "A > B" a two-sided
-  superiority test, both t-tests of the per-seed differences, with the 90% CI; ``welch_by_form``
-  the same for two samples whose seeds do not pair.
+- ``by_form``: a claim row's difference, t and 90% CI by the claim's form ("A ≥ B" against
+  -margin, "A > B" against 0), for the tables; the verdicts come from report/hypotheses.py, one
+  one-sided test per verdict class; ``welch_by_form`` the same for two samples whose seeds do not
+  pair.
 - ``adjust``: Holm (family-wise error) and Benjamini-Hochberg (false discovery rate) over one
   family of tests (statsmodels ``multipletests``).
 - ``sign_test``: across tasks, is A better on more tasks than a coin would be? Only the sign of each
@@ -25,6 +25,8 @@ from scipy import optimize, stats
 from statsmodels.stats.multitest import multipletests
 
 NONINFERIOR, SUPERIOR = "non-inferiority", "superiority"
+# "A overfits more than B": A's train loss lower and its valid loss higher (report/hypotheses.py)
+OVERFIT = "overfit"
 
 
 @dataclass
@@ -170,32 +172,6 @@ def correlation(xs: Sequence[float], ys: Sequence[float]) -> Optional[float]:
 def look_sizes(first: int, step: int, max_seeds: int) -> list[int]:
     """The numbers of paired seeds at which a sequential row is tested: first, first + step, ..."""
     return list(range(first, max_seeds + 1, step)) if step > 0 else [first]
-
-
-def sequential_p(
-    d: Sequence[float],
-    form: str,
-    margin: Optional[float],
-    sizes: Sequence[int],
-    ranks: Optional[Sequence[int]] = None,
-    seeds_run: Optional[int] = None,
-) -> Optional[float]:
-    """A row's p-value valid under optional stopping over the looks ``sizes``: K = len(sizes)
-    times the smallest p of the looks made, capped at 1 (Bonferroni spending, alpha / K per look).
-    Look k tests the differences whose seed is among the first sizes[k] seeds run (``ranks``: each
-    difference's seed's position among the ``seeds_run`` seeds the two norms ran, in the order they
-    were added; a seed one norm did not complete has no difference); a look is made once that many
-    seeds have run (with fewer than the first, the one look uses them all). None when no look has
-    a test."""
-    ranks = list(range(len(d))) if ranks is None else list(ranks)
-    seeds_run = len(d) if seeds_run is None else seeds_run
-    made = [n for n in sizes if n <= seeds_run] or [seeds_run]
-    ps = []
-    for n in made:
-        p = by_form([x for x, r in zip(d, ranks) if r < n], form, margin).p
-        if p is not None:
-            ps.append(p)
-    return min(1.0, len(sizes) * min(ps)) if ps else None
 
 
 def seeds_to_resolve(

@@ -11,20 +11,18 @@ from .claims import margins_sentence, settings
 from .family import Family, apply, tested
 from .findings import Findings
 from .tables import Table
-from .verdicts import AGAINST, SUPPORTS, UNTESTED, Finding, claim_rows, label
+from .verdicts import AGAINST, RULE, SUPPORTS, UNTESTED, Finding, claim_rows, label
 
 
 def method(cs: ClaimSet, fam: Family) -> str:
     alpha = cs.alpha if cs.alpha is not None else settings()["alpha"]
     return (
-        f"Method: the claims of {cs.path} are this report's primary family: {fam.size} tested "
-        "row(s), one per claim and task, adjusted together by Holm; the comparisons table is "
-        "secondary (exploratory). Each row pairs the two norms' runs by seed (Welch where no seed "
-        "pairs) and tests the per-seed differences, signed so that positive is as claimed: 'A ≥ B' "
-        "non-inferiority, one-sided against −margin (inferior only when the 90% CI lies wholly "
-        "below −margin); 'A > B' superiority, two-sided (equivalent when not significant and the "
-        "90% CI lies within ±margin, which is not a refutation); a gap claim compares the "
-        "generalization gap (valid loss minus the recent train loss) at the last evaluation both "
+        f"Method: the claims of {cs.path} are this report's primary family: {fam.tested_rows} "
+        f"tested row(s), one per claim and task, their {fam.size} hypotheses adjusted together by "
+        "Holm; the comparisons table is secondary (exploratory). Each row pairs the two norms' "
+        "runs by seed (Welch where no seed pairs) and tests the per-seed differences, signed so "
+        f"that positive is as claimed. {RULE} A gap claim compares the generalization gap (valid "
+        "loss minus the recent train loss) at the last evaluation both "
         f"runs have. alpha = {alpha:g}; MDE at alpha / m with {settings()['power']:.0%} power. "
         f"Margins: each claim's own, else its file's, else: {margins_sentence()}"
     )
@@ -86,5 +84,8 @@ def user_findings(grid: Grid, cs: ClaimSet) -> tuple[Findings, Family]:
             f"{len(mine)} task(s) ({_line(mine)})."
         )
     n = len(tested(rows))
-    lines.append(f"- Primary family: the {n} tested row(s) of {cs.path}, Holm-adjusted.")
+    lines.append(
+        f"- Primary family: the {n} tested row(s) of {cs.path}, their {fam.size} hypotheses "
+        "Holm-adjusted together."
+    )
     return Findings([claims_table(grid, cs, fam)], lines, method(cs, fam)), fam

@@ -35,3 +35,29 @@ def versions() -> dict:
         "python": platform.python_version(),
         "platform": platform.platform(),
     }
+
+
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo on Linux, else what platform knows)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine() -> dict:
+    """Which machine trained the run: the same commit, seed and config train to different numbers
+    on CPUs whose kernels use other instruction sets (AVX2 against AVX-512), so a claim's paired
+    runs must share one, and the report checks that they do."""
+    from ..norms import native
+
+    return {
+        "cpu": cpu_model(),
+        "isa": torch.backends.cpu.get_cpu_capability(),
+        "native_kernels": native.describe(),
+        "threads": torch.get_num_threads(),
+    }

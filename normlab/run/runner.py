@@ -285,6 +285,7 @@ def _summarise(job, task, trainer, run_dir, status, error, test, previous, start
         "throughput": {f"{task.unit}_per_s": st.units / st.train_time if st.train_time else 0.0},
         "params": sum(p.numel() for p in trainer.module.parameters()),
         "versions": provenance.versions(),
+        "machine": provenance.machine(),
         "git_commit": provenance.git_commit(),
         "git_dirty": provenance.git_dirty(),
         "device": str(trainer.device),

@@ -1,8 +1,9 @@
-"""The family of tests Holm adjusts: the primary family, declared before the runs.
+"""The family of tests Holm adjusts: the primary family, declared in claims.yaml.
 
 The primary family (claims.yaml ``primary``) is every tested claim row of the primary study's
-results folder (the fixed-lr study: one test per task and claim). Holm adjusts those rows only, and
-each row's minimum detectable effect is at the family's strictest level, alpha / m. The rows of the
+results folder (the fixed-lr study: one row per task and claim). Holm adjusts every hypothesis of
+those rows only, and each row's minimum detectable effect is at the family's strictest level,
+alpha / (m K). The rows of the
 other studies (tuned, pre-norm, placement) and the sign tests across tasks are secondary: their
 verdicts are uncorrected and labelled exploratory. A report of runs that belong to no declared
 study (a user's own sweep) adjusts its own rows together and says that it is its own family.
@@ -68,16 +69,20 @@ def build(own: list[Finding], folder: Optional[Path], study: Optional[str] = Non
 
 def family_sentence(fam: Family) -> str:
     """Which tests Holm adjusts, in one sentence, for every findings caption."""
+    each = (
+        f"the {fam.tested_rows} tested rows of the {{}}, each with its support, refutation and "
+        f"negligibility hypotheses (m = {fam.size} in all), adjusted by Holm"
+    )
     if fam.primary and fam.declared:
         return (
-            f"Primary family (declared in normlab/configs/study/claims.yaml before the runs): the "
-            f"{fam.size} tested rows of the {fam.study} study, one test each, adjusted by Holm; "
-            "every other study's rows and the sign tests across tasks are secondary (exploratory)."
+            "Primary family (declared in normlab/configs/study/claims.yaml): "
+            f"{each.format(fam.study + ' study')}; every other "
+            "study's rows and the sign tests across tasks are secondary (exploratory)."
         )
     if fam.primary:
         return (
-            f"These runs belong to no study of normlab/configs/study/claims.yaml: Holm adjusts this "
-            f"report's own {fam.size} tested rows as one family."
+            "These runs belong to no study of normlab/configs/study/claims.yaml: "
+            f"{each.format('report')} as one family."
         )
     return (
         f"Secondary: the {fam.study} study is not the primary study "
@@ -97,10 +102,10 @@ def family_table(fam: Family, data: str = "") -> Table:
             "claim rows",
             "tested",
             "untested (did not train, not learning, ...)",
-            "m",
+            "hypotheses (m)",
         ],
     )
-    tested = [f for f in fam.rows if not f.decided and f.p is not None]
+    tested = [f for f in fam.rows if not f.decided and f.hyps]
     kind = (
         "primary (declared)"
         if fam.primary and fam.declared

@@ -25,7 +25,8 @@ FILE = "findings.json"
 # 3: one test per row by the claim's form, the gap at a common step for the overfitting claim
 # 4: each row's look-adjusted p (seeds added until it resolves)
 # 5: each row's look (the seeds either norm ran), which the futility rule reads
-VERSION = 5
+# 6: every row's hypotheses (support, refutation, negligibility), each with its look-spent p
+VERSION = 6
 # set by family.apply over the family: not the folder's own
 ADJUSTED = ("primary", "p_holm", "mde", "seeds_needed", "resolve_chance", "stopped")
 
@@ -44,12 +45,13 @@ def runs_digest(runs: Path) -> str:
 def _row(f: Finding) -> dict:
     d = {k.name: getattr(f, k.name) for k in dataclasses.fields(f) if k.name not in ADJUSTED}
     d["claim"] = f.claim.key
+    d["hyps"] = [{k: v for k, v in h.items() if k != "p_holm"} for h in f.hyps]
     return d
 
 
 def _finding(d: dict) -> Finding:
     claims = {c.key: c for c in CLAIMS}
-    d = dict(d, claim=claims[d["claim"]])
+    d = dict(d, claim=claims[d["claim"]], hyps=[dict(h) for h in d.get("hyps", [])])
     if d.get("ci90") is not None:
         d["ci90"] = tuple(d["ci90"])
     return Finding(**d)

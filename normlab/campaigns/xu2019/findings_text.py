@@ -12,6 +12,7 @@ from ...report.axis import units as _units
 from ...report.claim_cells import head, num, p_text
 from ...report.claims import futility, margins_sentence, settings
 from ...report.tables import Table
+from ...report.verdicts import NEGLIGIBLE, RULE
 from .family import Family, family_sentence
 from .findings import AGAINST, CLAIMS, SUPPORTS, UNTESTED, Finding, look_sizes
 
@@ -38,30 +39,29 @@ def method(fam: Family) -> str:
     return (
         "Method: per claim and task, the two norms' runs paired by seed; the seed is the source of "
         "variability (parameter initialization, data order and, where a task trains on a seeded "
-        "subset, the subset), shared by both norms' runs of a seed. One test per row by the claim's "
-        f"form, a t-test of the n per-seed differences (assumed independent across seeds and about "
-        f"normal; scipy.stats.ttest_1samp): 'A ≥ B' non-inferiority, one-sided against −margin "
-        f"(verdict non-inferior; inferior only when the 90% CI lies wholly below −margin); 'A > B' "
-        f"superiority, two-sided (better / worse, larger / smaller for the gap; equivalent when not "
-        f"significant and the 90% CI lies within ±margin, which is not a refutation). alpha = {a}. "
-        "'ours' = mean per-seed difference in the claim's direction (positive = as claimed), '90% "
+        "subset, the subset), shared by both norms' runs of a seed. The tests are one-sided "
+        "t-tests of the n per-seed differences (assumed independent across seeds and about normal). "
+        f"{RULE} alpha = {a}. "
+        "'ours' = mean per-seed difference in the claim's direction (positive = as claimed; the "
+        "valid-loss difference for the overfitting claim, its train-loss one in 'detail'), '90% "
         "CI' its t interval (from the SD of the differences), 'r' the correlation of the two norms' "
         "values over seeds (what pairing gains), 'MDE' the true difference the row's test would "
         f"detect with {power:.0%} power at its strictest level (alpha / (m K) in the primary family; "
         "alpha for a secondary row), from the observed SD; 'seeds to resolve' the first look at "
         "which that MDE reaches the margin. Seeds may be added to unresolved primary rows in looks "
         f"of {', '.join(map(str, look_sizes()))} seeds (K = {len(look_sizes())}): 'p seq' = K x the "
-        "smallest p of the looks made (Bonferroni spending, valid however the adding stops), which "
-        "Holm adjusts. 'P(resolve)': an unresolved row's chance (in the declared primary family) "
+        "smallest p of the looks made (Bonferroni spending, valid however the adding stops), for "
+        "each hypothesis, which Holm adjusts; 'p' and 'p seq' are the claim's own hypothesis's, "
+        "'p Holm' the deciding one's (the claim's own while unresolved). 'P(resolve)': an unresolved row's chance (in the declared primary family) "
         "to resolve by the last look if every such row kept gaining seeds, under the posterior "
         "predictive of its differences "
         "(mean and SD drawn from its seeds so far); a row below the declared futility floor "
         f"({futility()}) gains no more seeds and stays unresolved "
         "('stopped', as is a row a look behind the family's most-seeded one); the rule only "
         "withholds seeds, so the error rate holds. "
-        "The overfitting claim is tested on the generalization gap (valid loss minus the mean train "
-        "loss of the last 10% of steps before it) at the last evaluation both runs have, the same "
-        "step for both norms. "
+        "The overfitting claim's train loss is the mean of the last 10% of steps before the "
+        "evaluation, both losses at the last evaluation both runs have, the same step for both "
+        "norms. "
         f"{margins_sentence()} Test metric: each run's best-validation checkpoint. 'paper' = the "
         "published difference in the same direction (Tables 1-3)."
     )
@@ -156,16 +156,16 @@ def resolution(mine: list[Finding]) -> str:
 
 
 def outcome(mine: list, kind: str = "holm") -> str:
-    """The claim's standing in one clause: supported / refuted / equivalent / unresolved task
+    """The claim's standing in one clause: supported / refuted / negligible / unresolved task
     counts (the verdicts already carry the claim's form)."""
     verdicts = [v for f in mine if (v := f.verdict(kind)) not in UNTESTED]
     if not verdicts:
         return f"no tested {units(mine)[:-1]} ({len(mine)} untested)"
     support = sum(v.split(" (")[0] in SUPPORTS for v in verdicts)
     against = sum(v.split(" (")[0] in AGAINST for v in verdicts)
-    equal = sum(v.split(" (")[0] == "equivalent" for v in verdicts)
+    equal = sum(v.split(" (")[0] == NEGLIGIBLE for v in verdicts)
     return (
-        f"supported on {support}, refuted on {against}, equivalent on {equal}, unresolved on "
+        f"supported on {support}, refuted on {against}, negligible on {equal}, unresolved on "
         f"{len(verdicts) - support - against - equal} of {len(verdicts)} tested {units(mine)}"
     )
 

@@ -244,8 +244,8 @@ def section(root: Path, full: bool = True) -> str:
     if not full:
         parts += [
             "**The paper's claims** (tasks per verdict: `results/mini` is the primary family, declared "
-            "before the runs and adjusted by Holm; the other studies are exploratory; 'unresolved': "
-            "the runs cannot tell):",
+            "in claims.yaml after most of its runs and adjusted by Holm over every verdict class; "
+            "the other studies are exploratory; 'unresolved': the runs cannot tell):",
             "",
             *claim_lines(root),
             "",
@@ -255,7 +255,8 @@ def section(root: Path, full: bool = True) -> str:
         return "\n".join(parts)
     parts += [
         "**The paper's claims** (verdict counts per claim: `results/mini` is the primary family, declared "
-        "before the runs and adjusted by Holm; the other studies are secondary, uncorrected and "
+        "in claims.yaml after most of its runs and adjusted by Holm over every verdict class; the "
+        "other studies are secondary, uncorrected and "
         "exploratory; 'unresolved': the runs cannot tell; the per-task rows with p-values, CIs, "
         "margins and the minimum detectable effect are in each folder's findings table):",
         "",
