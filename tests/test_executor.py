@@ -164,3 +164,20 @@ def test_a_job_that_finishes_between_failures_breaks_the_streak(tmp_path):
     study = Jobs(tmp_path, [["false"], ["false"], None, ["false"], ["false"]])
     out, lines = run_guarded(study)
     assert out.trained == 1 and len(out.failed) == 4 and out.stopped is None, lines
+
+
+def test_past_the_budget_only_the_pairs_begun_in_the_slice_are_completed(tmp_path):
+    """A seed's norms train in one slice on one machine: once the budget is spent, a job still
+    starts when it completes a pair (``pair_of``) a job of this slice began, and no other does."""
+
+    class Paired(Jobs):
+        def pair_of(self, job):
+            return {"job0": "a", "job1": "a", "job2": "b", "job3": "b"}[job.name.split("/")[0]]
+
+    study = Paired(tmp_path, [None] * 4)
+    slow = study.commands[study.all[0]]
+    study.commands[study.all[0]] = [slow[0], "-c", "import time; time.sleep(3); " + slow[2]]
+    lines: list = []
+    out = Executor(study, 1, budget_min=0.02, say=lines.append).run()
+    assert study.started == study.all[:2], lines
+    assert out.trained == 2 and out.stopped == "budget"

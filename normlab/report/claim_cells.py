@@ -27,7 +27,7 @@ def head(f: Finding) -> list[str]:
     return [
         f.claim.text,
         f.column,
-        "A ≥ B" if f.claim.form == S.NONINFERIOR else "A > B",
+        {S.NONINFERIOR: "A ≥ B", S.OVERFIT: "A overfits B"}.get(f.claim.form, "A > B"),
         f.shown(),
         f.verdict("raw"),
         str(f.n),

@@ -6,7 +6,9 @@ clean stop: it starts nothing more and sends SIGTERM to every running job, which
 checkpoint and exits 75 (preempted); the next slice resumes it from there. A job is also told to
 stop when the driver dies without a word (SIGKILL, an allocation's end): the kernel sends it
 SIGTERM (PR_SET_PDEATHSIG). A restart meanwhile finds its run locked and waits for the lock
-instead of failing the run. ``budget_min``: no job starts after that many minutes; the running
+instead of failing the run. ``budget_min``: no job starts after that many minutes, but for the
+jobs that complete a pair begun in the slice (the study's ``pair_of(job)``, when it has one: the
+norms of one evaluation seed, which a claim compares, so they train on one machine); the running
 ones finish. Finished runs keep one checkpoint (best.pt, else last.pt): what the report, an
 evaluation and a resume of a finished run need, a third of the disk. A failed job is not retried
 in the slice; ``fail_fast`` jobs failing in a row (none finishing between them) stop the slice as
@@ -78,6 +80,9 @@ class Executor:
             tag,
         )  # a detached slice's log is a file
         self.running: dict[JobProcess, object] = {}
+        self.begun: set = set()  # the pairs (study.pair_of) a job of this slice started
+        self.pair_of = getattr(study, "pair_of", lambda job: None)
+        self.settled = False  # past the budget with no begun pair left to complete
         self.stops = StopForwarding(AS_PREEMPTION, self._announce)
         self.stops.jobs = self.running  # a stop reaches whatever runs at that moment
         # the budget's clock: a wall clock set back does not extend the slice
@@ -101,7 +106,7 @@ class Executor:
         waiting: dict = {}  # job -> lock holder, for runs another (orphaned) process still holds
         with self.stops:
             while True:
-                if not self.stop_signal and not self.over_budget():
+                if not self.stop_signal:
                     self._launch(out, waiting)
                 if out.streak >= self.fail_fast:
                     self._stop_on_failures(out)
@@ -146,7 +151,13 @@ class Executor:
             return  # planning reads every unfinished job's summary: not on every poll of a full slice
         busy = set(self.running.values())
         done_here = set(out.failed)
+        over = self.over_budget()
+        if over and self.settled:
+            return  # past the budget, nothing began is left to complete until a job ends
         planned = self.study.plan()
+        if over:  # only what completes a pair this slice began
+            planned = [j for j in planned if self.pair_of(j) in self.begun - {None}]
+            self.settled = not planned
         for job in [j for j in waiting if j not in planned]:
             del waiting[job]  # its holder finished it meanwhile: nothing is left to wait for
         for job in planned:
@@ -180,6 +191,7 @@ class Executor:
             if self.stop_signal:  # a stop that came while it started
                 proc.send(signal.SIGTERM)
             busy.add(job)
+            self.begun.add(self.pair_of(job))
             self.say(
                 f"[{self.tag}] start {job.rel()}"
                 + (f" (lr={job.lr:g})" if getattr(job, "lr", None) else "")
@@ -188,6 +200,7 @@ class Executor:
     def _reap(self, out: SliceResult) -> None:
         for p in [p for p in self.running if p.poll() is not None]:
             job, rc = self.running.pop(p), p.poll()
+            self.settled = False
             summary = self.study.summary(job)
             status = summary.get("status")
             if status in FINAL:

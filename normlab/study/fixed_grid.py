@@ -26,10 +26,12 @@ class FixedGrid(Study):
         self.variants = [tuple(v) for v in variants]
 
     def jobs(self) -> list[Job]:
+        # a seed's norms one after another: a slice that ends leaves few seeds half-trained, and
+        # the executor completes those it began (Study.pair_of), so a pair trains on one machine
         return [
             Job(t, n, None, s, v)
             for t in self.tasks
-            for n in self.norms
             for v in self.variants
             for s in self.seeds
+            for n in self.norms
         ]

@@ -234,6 +234,14 @@ class Study(ABC):
     def jobs(self) -> list[Job]:
         """Every job of the study that can be named yet, finished or not, in priority order."""
 
+    def pair_of(self, job: Job) -> Optional[tuple]:
+        """The runs a claim pairs ``job`` with share this key (task, evaluation seed, variant):
+        they must train on one machine, as the same seed trains to other numbers on another CPU.
+        None for a selection run, which is never paired."""
+        if self.roles.get(job.seed) == SELECTION:
+            return None
+        return (job.task, job.seed, job.variant)
+
     def is_shared(self, job: Job) -> bool:
         """Whether another study trains ``job`` as much as this one (its cost is that study's)."""
         return False
