@@ -184,7 +184,7 @@ def test_the_report_of_each_folder_says_which_family_it_is(tmp_path):
     )
     assert "(exploratory)" in row_b
     text = (tmp_path / "a" / "findings.md").read_text()
-    assert "Primary family (declared in normlab/configs/study/claims.yaml)" in text
+    assert "Primary family (declared in normlab/configs/study/claims.yaml" in text
     # the caption names the sources of variability, the test and its assumption, n, alpha
     assert "source of variability" in text and "assumed independent across seeds" in text
     assert "alpha = 0.05" in text and "Across tasks (two-sided sign tests, exploratory" in text
@@ -324,3 +324,24 @@ def test_a_row_whose_pairs_crossed_machines_says_which_seeds(tmp_path):
             (d / "summary.json").write_text(json.dumps(s))
     f = evaluate(Grid(find_runs([tmp_path])), CLAIM["ln_simple_no_worse"], "rt")
     assert "machines crossed" in f.notes and "seed(s) 3 paired runs of two machines" in f.sentence
+
+
+def test_whether_the_family_was_declared_before_its_runs_is_computed_from_git(tmp_path):
+    """The claims files' last change against the earliest commit the folder's runs were trained
+    at: runs of the repository's first commit predate any declaration, so the family reads
+    exploratory, and the caption says so; without a record git cannot tell, and the caption says
+    that instead of a guess."""
+    from normlab.campaigns.xu2019.declared import declared
+    from normlab.campaigns.xu2019.family import when_text
+    from normlab.gitinfo import git
+
+    first = git("rev-list", "--max-parents=0", "HEAD").split()[0]
+    (tmp_path / "reproduce.json").write_text(json.dumps({"run_git_commits": {first: 3}}))
+    w = declared(tmp_path)
+    assert w is not None and not w.before and w.data.startswith(first[:7])
+    fam = build([], None)
+    fam.when = w
+    assert "after the runs it tests" in when_text(fam) and "exploratory" in when_text(fam)
+    assert declared(tmp_path / "nowhere") is None
+    fam.when = None
+    assert "git cannot tell" in when_text(fam)

@@ -28,6 +28,8 @@ class Family:
     size: int = 0  # m: the hypotheses Holm adjusts over (0 for secondary rows)
     tested_rows: int = 0  # the rows those hypotheses belong to
     signs: dict = field(default_factory=dict)  # claim key -> exploratory sign test across tasks
+    # when the declaration was made against the data, where a campaign can tell (its own type)
+    when: Optional[object] = None
 
 
 def tested(rows: Sequence[Finding]) -> list[Finding]:

@@ -19,6 +19,7 @@ from ...report.claims import settings
 from ...report.family import Family, sign_tests
 from ...report.family import apply as _apply
 from ...report.tables import Table
+from .declared import declared
 from .findings import CLAIMS, Finding, look_sizes
 from .studies import STUDIES
 
@@ -64,7 +65,23 @@ def build(own: list[Finding], folder: Optional[Path], study: Optional[str] = Non
     if name is None:
         return apply("this report", own, primary=True, declared=False)
     primary = name == settings()["primary"]
-    return apply(name, own, primary=primary, declared=True)
+    fam = apply(name, own, primary=primary, declared=True)
+    if primary and folder is not None:
+        fam.when = declared(folder)
+    return fam
+
+
+def when_text(fam: Family) -> str:
+    """When the family was declared against its data (declared.py), as a clause."""
+    w = fam.when
+    if w is None:
+        return "; whether before its runs, git cannot tell here"
+    if w.before:
+        return f" at {w.declaration}, before the runs it tests (the first at {w.data})"
+    return (
+        f", last changed at {w.declaration}, after the runs it tests (the first at {w.data}): "
+        "exploratory, a test of the rule rather than of a prediction made before the data"
+    )
 
 
 def family_sentence(fam: Family) -> str:
@@ -75,7 +92,7 @@ def family_sentence(fam: Family) -> str:
     )
     if fam.primary and fam.declared:
         return (
-            "Primary family (declared in normlab/configs/study/claims.yaml): "
+            f"Primary family (declared in normlab/configs/study/claims.yaml{when_text(fam)}): "
             f"{each.format(fam.study + ' study')}; every other "
             "study's rows and the sign tests across tasks are secondary (exploratory)."
         )

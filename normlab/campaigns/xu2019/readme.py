@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from ...report.claims import margins_sentence
+from .declared import declared
 from .family import folders
 from .findings import CLAIMS
 from .findings_text import outcome
@@ -212,6 +213,19 @@ def time_to_target_lines(root: Path) -> list[str]:
     return out
 
 
+def declared_clause(root: Path) -> str:
+    """When the primary family was declared against its runs (declared.py), as a clause."""
+    w = declared(root / out_folder("fixed", "mini"))
+    if w is None:
+        return "declared in claims.yaml (whether before its runs, git cannot tell here)"
+    if w.before:
+        return f"declared in claims.yaml at {w.declaration}, before its runs"
+    return (
+        f"declared in claims.yaml, last changed at {w.declaration}, after its runs (the first "
+        f"at {w.data}): exploratory"
+    )
+
+
 def section(root: Path, full: bool = True) -> str:
     """The generated block: for the README (``full=False``) where the numbers come from, the test
     metric table and one line per claim; for docs/results.md also the claims table with its sign
@@ -243,8 +257,8 @@ def section(root: Path, full: bool = True) -> str:
         ]
     if not full:
         parts += [
-            "**The paper's claims** (tasks per verdict: `results/mini` is the primary family, declared "
-            "in claims.yaml after most of its runs and adjusted by Holm over every verdict class; "
+            "**The paper's claims** (tasks per verdict: `results/mini` is the primary family, "
+            f"{declared_clause(root)}, adjusted by Holm over every verdict class; "
             "the other studies are exploratory; 'unresolved': the runs cannot tell):",
             "",
             *claim_lines(root),
@@ -254,8 +268,8 @@ def section(root: Path, full: bool = True) -> str:
         ]
         return "\n".join(parts)
     parts += [
-        "**The paper's claims** (verdict counts per claim: `results/mini` is the primary family, declared "
-        "in claims.yaml after most of its runs and adjusted by Holm over every verdict class; the "
+        "**The paper's claims** (verdict counts per claim: `results/mini` is the primary family, "
+        f"{declared_clause(root)}, adjusted by Holm over every verdict class; the "
         "other studies are secondary, uncorrected and "
         "exploratory; 'unresolved': the runs cannot tell; the per-task rows with p-values, CIs, "
         "margins and the minimum detectable effect are in each folder's findings table):",

@@ -1,0 +1,52 @@
+"""Whether the primary family was declared before its data: computed from git, never written by
+hand. The declaration is the claims files (normlab/configs/study/claims.yaml and the campaign's
+claims.yaml); its time is the last commit that changed either. The data are the runs the results
+folder reports; their time is the earliest commit they were trained at (reproduce.json's
+``run_git_commits``). A family whose declaration changed after its first run was trained is
+exploratory: its tests check the rule, not a prediction made before the runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import NamedTuple, Optional
+
+from ...config_keys import CONFIGS
+from ...gitinfo import REPO, GitError, git
+from .findings import CLAIMS_FILE
+
+FILES = (CONFIGS / "study" / "claims.yaml", CLAIMS_FILE)
+
+
+class Declared(NamedTuple):
+    before: bool  # the declaration's last change predates the earliest run's commit
+    declaration: str  # "<commit[:7]> (<date>)"
+    data: str  # the earliest run's commit, "<commit[:7]> (<date>)"
+
+
+def _when(*args: str) -> Optional[tuple[str, int, str]]:
+    """(commit, unix time, date) of ``git log -1`` over ``args``; None outside a checkout."""
+    try:
+        out = git("log", "-1", "--format=%H %ct %cs", *args)
+    except (GitError, OSError):
+        return None
+    parts = out.split()
+    return (parts[0], int(parts[1]), parts[2]) if len(parts) == 3 else None
+
+
+def declared(folder: Path) -> Optional[Declared]:
+    """The family of results ``folder`` against the claims files; None when git or the folder's
+    record cannot tell (an installed wheel, a folder without reproduce.json)."""
+    try:
+        record = json.loads((Path(folder) / "reproduce.json").read_text())
+    except (OSError, ValueError):
+        return None
+    commits = list(record.get("run_git_commits") or {})
+    decl = _when("--", *(str(f.relative_to(REPO)) for f in FILES))
+    runs = [w for c in commits if (w := _when(c.removesuffix("-dirty")))]
+    if decl is None or not runs:
+        return None
+    first = min(runs, key=lambda w: w[1])
+    return Declared(
+        decl[1] < first[1], f"{decl[0][:7]} ({decl[2]})", f"{first[0][:7]} ({first[2]})"
+    )
