@@ -280,6 +280,12 @@ def load_job(cfg: DictConfig, overrides: Optional[list[str]] = None) -> Job:
             f"seed_role={config.get('seed_role')!r}: must be selection, evaluation or null "
             "(normlab/configs/study/seeds.yaml)"
         )
+    decl = config.get("declaration")
+    if decl is not None and not (isinstance(decl, str) and re.fullmatch(r"[0-9a-f]{64}", decl)):
+        raise ConfigError(
+            f"declaration={decl!r}: the sha256 of a study's declaration (64 hex digits), set by "
+            "the study driver (normlab/study/declaration.py), or null"
+        )
     job_cfg = OmegaConf.create(config)
     OmegaConf.set_readonly(job_cfg, True)
     return Job(job_cfg, config, train, varied(config), make_norm)

@@ -25,7 +25,8 @@ def compose(overrides: list[str], hydra_node: bool = False, configs: Path = CONF
 
 
 # Keys that may differ between an interrupted run and its resumption.
-# seed_role labels a run for the reports (normlab.report.roles); it changes nothing it computes.
+# seed_role labels a run for the reports (normlab.report.roles), declaration the study it belongs
+# to (normlab.study.declaration); neither changes anything it computes.
 RUNTIME_KEYS = (
     "paths",
     "logger",
@@ -34,6 +35,7 @@ RUNTIME_KEYS = (
     "threads",
     "compile",
     "seed_role",
+    "declaration",
     "resume",
 )
 

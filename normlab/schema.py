@@ -72,6 +72,9 @@ class JobConfig:
     seed: Any = 1
     # selection | evaluation: set by the study drivers (configs/study/seeds.yaml), in summary.json
     seed_role: Optional[str] = None
+    # the hash of the confirmatory study's declaration the run belongs to (normlab.study.
+    # declaration): set by the study driver, in config.yaml and summary.json
+    declaration: Optional[str] = None
     name: str = (
         "default"  # experiment name: groups runs on disk (runs/<scale>/<name>/) and in wandb
     )

@@ -407,6 +407,7 @@ def test_a_folders_readme_names_the_evaluation_seeds_its_study_ran(tmp_path):
         jobs=2,
         until_resolved=True,
         max_seeds=10,
+        declaration=None,
     )
     rec["make"] = Fixed(request).make_command()  # what the driver records
     text = readme(rec, tmp_path)

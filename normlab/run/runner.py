@@ -254,6 +254,7 @@ def _summarise(job, task, trainer, run_dir, status, error, test, previous, start
         "norm_options": job.config["norm"].get("options") or {},
         "seed": job.seed,
         "seed_role": job.config.get("seed_role"),
+        "declaration": job.config.get("declaration"),
         "scale": job.scale,
         "setting": short_setting(job),
         "name": job.name,

@@ -4,7 +4,7 @@ campaign's own (normlab.campaigns.xu2019.tuned_grid)."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Optional, Sequence
 
 from .grid import Job, Study
 
@@ -19,17 +19,19 @@ class FixedGrid(Study):
         norms: list[str],
         seeds: list[int],
         variants: Sequence[Sequence[str]] = ((),),
+        lrs: Optional[dict] = None,
         **kw,
     ):
         super().__init__(**kw)
         self.tasks, self.norms, self.seeds = tasks, norms, seeds
+        self.lrs = dict(lrs or {})  # (task, norm) -> its own lr (a declaration's); else the preset
         self.variants = [tuple(v) for v in variants]
 
     def jobs(self) -> list[Job]:
         # a seed's norms one after another: a slice that ends leaves few seeds half-trained, and
         # the executor completes those it began (Study.pair_of), so a pair trains on one machine
         return [
-            Job(t, n, None, s, v)
+            Job(t, n, self.lrs.get((t, n)), s, v)
             for t in self.tasks
             for v in self.variants
             for s in self.seeds

@@ -56,7 +56,7 @@ def selection_record(r: Request, kind: Fixed) -> dict:
 def grid_record(r: Request) -> dict:
     grid = {
         "study": r.study,
-        "name": r.decl["name"],
+        "name": r.run_name,
         "scale": r.scale,
         "tasks": r.tasks,
         "norms": r.norms,
@@ -142,8 +142,25 @@ def run(r: Request, kind: Fixed) -> int:
     except pin.PinError as e:
         print(f"[{tag}] error: {e}", file=sys.stderr)
         return 2
+    if r.declaration is not None:
+        from ...study.declaration import DeclarationError, check_unchanged
+        from .power_plan import unplanned
+
+        runs = [d for j in grid.jobs() for d in grid.sources(j) if (d / "config.yaml").exists()]
+        try:  # every run of the study, finished or not, wherever it is
+            check_unchanged(r.declaration, runs)
+        except DeclarationError as e:
+            print(f"[{tag}] error: {e}", file=sys.stderr)
+            return 2
+        if not runs and not r.plan and (why := unplanned(r.declaration)):
+            print(f"[{tag}] error: {why}", file=sys.stderr)
+            return 2
     if r.plan:
         print(f"[plan] {kind.describe(commit, source, grid)}; staged in {rel(stage)}")
+        if r.declaration is not None:
+            from .power_plan import lines as power_lines
+
+            print("\n".join(f"[plan] {line}" for line in power_lines(r.declaration)))
         print("\n".join(kind.plan_lines(grid)))
         for line in notes(grid, grid.plan()):
             print(f"[plan] {line}")
@@ -281,7 +298,7 @@ def log_to_wandb(r: Request, record: dict, any_runs: bool) -> None:
     opts = wandb_options(r.overrides)
     if opts is None or not any_runs:
         return
-    run_id = log_results(r.out, r.scale, r.decl["name"], opts, r.root / r.scale / "wandb", record)
+    run_id = log_results(r.out, r.scale, r.run_name, opts, r.root / r.scale / "wandb", record)
     print(
         f"[reproduce] results logged to wandb as artifact normlab-results-{r.scale} (run {run_id})"
         if run_id

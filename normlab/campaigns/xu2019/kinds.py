@@ -15,7 +15,7 @@ from ...study import plan as planning
 from ...study.fixed_grid import FixedGrid
 from ...study.grid import Study
 from .request import Request
-from .studies import out_folder
+from .studies import DRIVER, out_folder
 
 
 def committed_runs(folder: Path, tasks=None) -> list:
@@ -68,7 +68,7 @@ class Fixed:
 
     def grid(self, commit: str, dirty: bool, code) -> Study:
         r = self.r
-        kw = dict(name=r.decl["name"], overrides=r.overrides, **r.study_args(commit, dirty, code))
+        kw = dict(name=r.run_name, overrides=r.overrides, **r.study_args(commit, dirty, code))
         if r.until_resolved:
             from .sequential_grid import SequentialGrid
 
@@ -76,10 +76,12 @@ class Fixed:
                 r.tasks, r.norms, r.seeds, r.variants, max_seeds=r.max_seeds, **kw
             )
         # its seeds are evaluation seeds: no selection run of another commit counts
-        return FixedGrid(r.tasks, r.norms, r.seeds, r.variants, **kw)
+        return FixedGrid(r.tasks, r.norms, r.seeds, r.variants, lrs=r.lrs, **kw)
 
     def make_command(self) -> str:
         r = self.r
+        if r.declaration is not None:
+            return f"{DRIVER} --declaration {r.declaration.path} --scale {r.scale} --jobs {r.jobs}"
         return (
             f"{r.decl['make']} SCALE={r.scale} TASKS={','.join(r.tasks)} "
             f"SEEDS={','.join(map(str, r.seeds))} JOBS={r.jobs}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -63,6 +64,14 @@ class Request:
     # the primary study: add seeds to the norms of unresolved primary rows, up to max_seeds
     until_resolved: bool = False
     max_seeds: int = 0
+    # a confirmatory study's declaration (normlab.study.declaration): its tasks, norms, seeds and
+    # each norm's own lr; every run records its hash
+    declaration: Optional[object] = None
+    lrs: dict = field(default_factory=dict)  # (task, norm) -> lr
+
+    @property
+    def run_name(self) -> str:
+        return self.declaration["study"] if self.declaration else self.decl["name"]
 
     @property
     def decl(self) -> dict:
@@ -177,15 +186,49 @@ def parser() -> argparse.ArgumentParser:
         help="with --until-resolved: stop adding at this many seeds (default and at most: "
         "claims.yaml sequential max_seeds)",
     )
+    arg(
+        "--declaration",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="fixed kinds: train the confirmatory study FILE declares (its tasks, norms, seeds and "
+        "lrs; normlab/study/declaration.py); refused once its runs record another hash",
+    )
     arg("--no-figures", action="store_true")
     arg("overrides", nargs="*", help="extra Hydra overrides for every job (after --)")
     return p
+
+
+def _declaration(a, p: argparse.ArgumentParser):
+    """The declaration --declaration names, checked before anything is written; one line and exit
+    2 when it cannot be used."""
+    from ...norms import NORMS
+    from ...study.declaration import DeclarationError, load
+    from ...tasks import TASKS
+    from .findings import CLAIMS
+
+    if STUDIES[a.study]["kind"] != "fixed" or a.until_resolved or a.seeds or a.tasks or a.norms:
+        p.error("--declaration: the file names the tasks, norms and seeds (a fixed kind's study)")
+    try:
+        return load(a.declaration, TASKS, NORMS, {c.key for c in CLAIMS})
+    except DeclarationError as e:
+        print(f"{DRIVER}: error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def parse(argv: Optional[list] = None) -> Request:
     p = parser()
     a = p.parse_args(argv)
     decl = STUDIES[a.study]
+    declared = _declaration(a, p) if a.declaration else None
+    if declared is not None:
+        first = declared["seeds"][: declared["looks"][0]]
+        a.seeds, a.evaluation_seeds = (
+            ",".join(map(str, first)),
+            ",".join(map(str, declared["seeds"])),
+        )
+        a.tasks, a.norms = ",".join(declared["tasks"]), None
+        a.out = a.out or Path.cwd() / "results" / f"{a.scale}-{declared['study']}"
     tuned = decl["kind"] == "tuned"
     out = (a.out or Path.cwd() / "results" / out_folder(a.study, a.scale)).resolve()
     # a tuned grid keeps its seeds' roles across sessions (its reproduce.json), as its widening rule
@@ -224,6 +267,8 @@ def parse(argv: Optional[list] = None) -> Request:
             of = f"study {a.study}" if decl.get("norms") else f"the tables {a.tables}"
             p.error(f"norm(s) {bad} are not in {of}; its norms: {', '.join(norms)}")
         norms = [n for n in norms if n in _csv(a.norms)]
+    if declared is not None:
+        norms = list(declared["norms"])
     if "/" in a.scale or not (roles.CONFIGS / "scale" / f"{a.scale}.yaml").exists():
         scales = sorted(f.stem for f in (roles.CONFIGS / "scale").glob("*.yaml"))
         p.error(f"--scale {a.scale}: no such scale; scales: {', '.join(scales)}")
@@ -276,7 +321,11 @@ def parse(argv: Optional[list] = None) -> Request:
         jobs=jobs,
         argv=argv,
         variants=[list(v) for v in decl.get("variants", [()])],
-        overrides=[*decl["overrides"], *a.overrides],
+        overrides=[
+            *decl["overrides"],
+            *a.overrides,
+            *([f"declaration={declared.hash}"] if declared is not None else []),
+        ],
         record_out=a.record_out,
         commit=a.commit,
         working_tree=a.working_tree,
@@ -287,6 +336,8 @@ def parse(argv: Optional[list] = None) -> Request:
         figures=not a.no_figures,
         until_resolved=a.until_resolved,
         max_seeds=max_seeds,
+        declaration=declared,
+        lrs={(t, n): declared.lr(t, n) for t in tasks for n in norms} if declared else {},
     )
     if tuned:
         from ...search_space import load_search
