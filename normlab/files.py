@@ -102,3 +102,16 @@ def read_yaml(path: Path) -> Any:
                 "writes none); write the value out, or train the run again"
             )
     return yaml.safe_load(text)
+
+
+def read_yaml_or(path: Path, error: type) -> Any:
+    """The YAML document in ``path``; ``error`` with one line naming the file (and the line, for a
+    syntax error) when it cannot be read: what a user's config file gets instead of a traceback."""
+    try:
+        return yaml.safe_load(Path(path).read_text())
+    except OSError as e:
+        raise error(f"{path}: cannot read it ({e.strerror})") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f" line {mark.line + 1}" if mark is not None else ""
+        raise error(f"{path}:{line}: not YAML ({getattr(e, 'problem', e)})") from None

@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-import yaml
-
+from ..files import read_yaml_or
 from . import stats as S
 from .verdicts import Claim, label
 
@@ -133,14 +132,7 @@ def _claim(path: Path, i: int, c, margins: dict, alpha: Optional[float]) -> Clai
 def load(path: Path) -> ClaimSet:
     """The claims of ``path``; ClaimsFileError (one line) when it cannot be read as claims."""
     path = Path(path)
-    try:
-        d = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise ClaimsFileError(f"{path}: cannot read it ({e.strerror})") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = f" line {mark.line + 1}" if mark is not None else ""
-        raise ClaimsFileError(f"{path}:{line}: not YAML ({getattr(e, 'problem', e)})") from None
+    d = read_yaml_or(path, ClaimsFileError)
     if not isinstance(d, dict) or not isinstance(d.get("claims"), list) or not d["claims"]:
         raise ClaimsFileError(f"{path}: no 'claims:' list; see docs/statistics.md for the format")
     alpha = d.get("alpha")

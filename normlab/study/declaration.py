@@ -33,6 +33,8 @@ from typing import Collection, Iterable, Optional
 
 import yaml
 
+from ..files import read_yaml_or
+
 KEYS = {
     "study",
     "claims",
@@ -102,14 +104,7 @@ def load(
     """The declaration in ``path``, checked against the ``tasks``, ``norms`` and ``claims`` that
     exist (None: not checked); DeclarationError (one line) when it cannot be used."""
     path = Path(path)
-    try:
-        d = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise DeclarationError(f"{path}: cannot read it ({e.strerror})") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = f" line {mark.line + 1}" if mark is not None else ""
-        raise DeclarationError(f"{path}:{line}: not YAML ({getattr(e, 'problem', e)})") from None
+    d = read_yaml_or(path, DeclarationError)
     if not isinstance(d, dict):
         raise DeclarationError(
             f"{path}: a declaration is a mapping; see normlab/study/declaration.py"
