@@ -215,7 +215,7 @@ def time_to_target_lines(root: Path) -> list[str]:
 
 def declared_clause(root: Path) -> str:
     """When the primary family was declared against its runs (declared.py), as a clause."""
-    w = declared(root / out_folder("fixed", "mini"))
+    w = declared(root / folders("mini")["fixed"])
     if w is None:
         return "declared in claims.yaml (whether before its runs, git cannot tell here)"
     if w.before:
