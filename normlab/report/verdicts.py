@@ -59,10 +59,6 @@ class Claim:
     tasks: tuple = ()
     margins: tuple = ()
 
-    @property
-    def strict(self) -> bool:
-        return self.form == S.SUPERIOR
-
     def margin_of(self, unit: Optional[str]) -> Optional[float]:
         if self.margin is not None:
             return self.margin

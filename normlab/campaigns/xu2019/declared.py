@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import NamedTuple, Optional
+from typing import Iterable, NamedTuple, Optional
 
 from ...config_keys import CONFIGS
 from ...gitinfo import REPO, GitError, git
@@ -34,14 +34,17 @@ def _when(*args: str) -> Optional[tuple[str, int, str]]:
     return (parts[0], int(parts[1]), parts[2]) if len(parts) == 3 else None
 
 
-def declared(folder: Path) -> Optional[Declared]:
-    """The family of results ``folder`` against the claims files; None when git or the folder's
-    record cannot tell (an installed wheel, a folder without reproduce.json)."""
-    try:
-        record = json.loads((Path(folder) / "reproduce.json").read_text())
-    except (OSError, ValueError):
-        return None
-    commits = list(record.get("run_git_commits") or {})
+def declared(folder: Optional[Path], commits: Optional[Iterable[str]] = None) -> Optional[Declared]:
+    """The family of the runs trained at ``commits`` (else those results ``folder``'s record
+    names) against the claims files; None when git or the record cannot tell (an installed wheel,
+    a folder without reproduce.json)."""
+    if commits is None:
+        try:
+            record = json.loads((Path(folder) / "reproduce.json").read_text())
+        except (OSError, ValueError, TypeError):
+            return None
+        commits = record.get("run_git_commits") or {}
+    commits = sorted({c for c in commits if c})
     decl = _when("--", *(str(f.relative_to(REPO)) for f in FILES))
     runs = [w for c in commits if (w := _when(c.removesuffix("-dirty")))]
     if decl is None or not runs:

@@ -56,10 +56,17 @@ def locate(folder: Path) -> Optional[tuple[str, str]]:
     return None
 
 
-def build(own: list[Finding], folder: Optional[Path], study: Optional[str] = None) -> Family:
+def build(
+    own: list[Finding],
+    folder: Optional[Path],
+    study: Optional[str] = None,
+    commits: Optional[list[str]] = None,
+) -> Family:
     """The family of the report written for results ``folder`` with rows ``own``: the primary
     family when ``folder`` is the primary study's, secondary rows for another declared study's
-    (``study`` names it when the folder's name does not), its own family outside them."""
+    (``study`` names it when the folder's name does not), its own family outside them.
+    ``commits``: the commits the rows' runs were trained at (else the folder's record's), against
+    which the declaration's time is read."""
     where = locate(folder) if folder is not None else None
     name = study or (where[0] if where else None)
     if name is None:
@@ -67,7 +74,7 @@ def build(own: list[Finding], folder: Optional[Path], study: Optional[str] = Non
     primary = name == settings()["primary"]
     fam = apply(name, own, primary=primary, declared=True)
     if primary and folder is not None:
-        fam.when = declared(folder)
+        fam.when = declared(folder, commits)
     return fam
 
 

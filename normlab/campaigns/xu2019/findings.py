@@ -54,7 +54,7 @@ def added_seeds(seeds: list[int], max_seeds: int) -> list[int]:
 def _paper(claim: Claim, column: str) -> str:
     # the paper's numbers are at its own settings: a column of a swept setting has none
     task = column.split("@")[0]
-    if claim.measure == "gap":
+    if claim.measure in ("gap", "loss"):  # the overfitting claim: a figure, not a table's number
         return "shown (Enwiki8 figure)" if task == "enwik8" else "–"
     if not P.has_published(task):
         return "–"
