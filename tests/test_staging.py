@@ -182,3 +182,20 @@ def test_promoting_seeds_added_to_a_complete_study_keeps_the_sessions_that_train
     staged = rec(STUDY, "t2", "t3")  # a slice the committed record already lists is listed once
     assert [s["started_utc"] for s in promoted(committed, staged)["sessions"]] == ["t1", "t2", "t3"]
     assert promoted(rec("e" * 40, "t1"), staged) == staged == promoted({}, staged)
+
+
+def test_a_study_of_selection_runs_only_continues_at_its_records_commit(tmp_path):
+    """An lr selection trains selection runs only, beside the reused ones of other studies: no
+    copy's role names its commit, so the staged record's does; a record from uncommitted code
+    stays marked so, and a folder with neither pins nothing."""
+    results = tmp_path / "results"
+    stage = staging.staging_dir(results / "mini-confirm-lr")
+    copy(stage / "runs", "rt/detach_mean/lr=0.001", 1, RECORD, roles.SELECTION)
+    copy(stage / "runs", "rt/detach_var/lr=0.001", 1, "e" * 40, roles.SELECTION)
+    assert staging.staged_commits(results / "mini") == {}
+    (stage / "reproduce.json").write_text(json.dumps({"git_commit": STUDY, "git_dirty": False}))
+    assert staging.staged_commits(results / "mini") == {stage: STUDY}
+    (stage / "reproduce.json").write_text(json.dumps({"git_commit": STUDY, "git_dirty": True}))
+    assert staging.staged_commits(results / "mini") == {stage: STUDY + "-dirty"}
+    (stage / "reproduce.json").write_text("{not json")
+    assert staging.staged_commits(results / "mini") == {}

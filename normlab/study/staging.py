@@ -10,6 +10,7 @@ runs (the tuned grid and the fixed grid's preset-lr runs) come from the same cod
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Callable, Optional
@@ -47,10 +48,24 @@ def staged_commits(out: Path) -> dict[Path, str]:
     for runs in sorted((Path(out).parent / STAGING).glob("*/runs")):
         if scale_of(runs.parent) != scale_of(out):
             continue
-        commit = pin.commit_of_copies(runs, keep=trained_by_study)
+        commit = pin.commit_of_copies(runs, keep=trained_by_study) or recorded_commit(runs.parent)
         if commit:
             found[runs.parent] = commit
     return found
+
+
+def recorded_commit(stage: Path) -> Optional[str]:
+    """The commit a staged study's record (reproduce.json) says its slices train at: the one
+    witness of a study that trains selection runs only (an lr selection), whose own copies the
+    role filter cannot tell from the selection record's it reuses."""
+    try:
+        record = json.loads((Path(stage) / "reproduce.json").read_text())
+    except (OSError, ValueError):
+        return None
+    commit = record.get("git_commit") if isinstance(record, dict) else None
+    if not isinstance(commit, str) or not commit:
+        return None
+    return commit + "-dirty" if record.get("git_dirty") else commit
 
 
 def resolve(
