@@ -20,7 +20,7 @@ from typing import Optional
 
 from .commands import version_text
 from .files import atomic_write_bytes
-from .report import find_runs, write_report
+from .report import Protocol, find_runs, write_report
 from .report.campaigns import get_campaign
 from .report.claimfile import ClaimsFileError, load
 from .report.compare import DEFAULT_REFERENCES, Reference
@@ -139,10 +139,12 @@ def report(
     campaign: Optional[str] = DEFAULT_CAMPAIGN,
     claims=None,
     reference: Optional[Reference] = None,
+    protocol: Optional[Protocol] = None,
 ) -> dict:
     """``normlab.report.write_report`` with the baselines computed from ``data_dir``/``cache_dir``
     (default: default_dirs) and the sections of ``campaign`` (a name, or a campaign object as
-    get_campaign returns; None: the generic report)."""
+    get_campaign returns; None: the generic report); ``protocol`` None: the campaign's, else
+    normlab's default."""
     return write_report(
         runs,
         out,
@@ -152,6 +154,7 @@ def report(
         campaign=get_campaign(campaign) if isinstance(campaign, str) else campaign,
         claims=claims,
         reference=reference,
+        protocol=protocol,
     )
 
 
@@ -183,6 +186,14 @@ def main(argv: list[str] | None = None) -> int:
         "primary family, instead of the campaign's",
     )
     p.add_argument(
+        "--protocol",
+        type=Path,
+        metavar="FILE",
+        help="a test protocol (YAML: alpha, power, margins, margin_reasons, trained_margin, "
+        "not_learning, regime_rise_pct, sequential.futility, time_to_target; docs/statistics.md) "
+        "instead of the campaign's (or, without a campaign, normlab's default: no margins)",
+    )
+    p.add_argument(
         "--reference",
         action="append",
         metavar="NORM|KEY=VALUE",
@@ -194,6 +205,11 @@ def main(argv: list[str] | None = None) -> int:
         claims = load(args.claims) if args.claims else None
     except ClaimsFileError as e:
         print(f"normlab-report: error: --claims {e}", file=sys.stderr)
+        return 2
+    try:
+        protocol = Protocol.load(args.protocol) if args.protocol else None
+    except ValueError as e:
+        print(f"normlab-report: error: --protocol {e}", file=sys.stderr)
         return 2
     reference = Reference.parse([*DEFAULT_REFERENCES, *(args.reference or [])])
     try:
@@ -245,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         campaign=campaign,
         claims=claims,
         reference=reference,
+        protocol=protocol,
     )
     print(written["main"].markdown())
     if written.get("primary") is not None:

@@ -31,9 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from normlab.campaigns.xu2019.findings import CLAIMS, look_sizes  # noqa: E402
+from normlab.campaigns.xu2019.protocol import protocol  # noqa: E402
 from normlab.report import hypotheses as H  # noqa: E402
 from normlab.report import stats as S  # noqa: E402
-from normlab.report.claims import settings  # noqa: E402
 from normlab.report.sequential import sequential_family  # noqa: E402
 
 CHUNK = 5000
@@ -72,7 +72,7 @@ def main(argv=None) -> int:
     forms = [forms_of[r["claim"]] for r in tested]
     # the margin in units of the row's per-seed SD: what the equivalence test's error depends on
     margins = np.array([r["margin"] / r["sd"] for r in tested], float)
-    sizes, alpha = look_sizes(), settings()["alpha"]
+    sizes, alpha = look_sizes(), protocol().alpha
     m = sum(len(H.classes(f)) for f in forms)
     print(
         f"{len(tested)} tested rows of {path} ({m} hypotheses), looks at {sizes} seeds, "

@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from normlab.campaigns.xu2019.findings import CLAIMS, look_sizes  # noqa: E402
+from normlab.campaigns.xu2019.protocol import protocol  # noqa: E402
 from normlab.report import stats as S  # noqa: E402
-from normlab.report.claims import settings  # noqa: E402
 from normlab.report.sequential import sequential_family  # noqa: E402
 
 
@@ -63,7 +63,7 @@ def main(argv=None) -> int:
     d = mean[None, :, None, :] + sd[None, :, None, :] * rng.standard_normal(
         (a.studies, len(tested), sizes[-1], 2)
     )
-    out = sequential_family(d, forms, margins, sizes, settings()["alpha"])
+    out = sequential_family(d, forms, margins, sizes, protocol().alpha)
     used, resolved = out.used, out.resolved
     print(
         f"{len(tested)} tested rows of {path}, looks at {sizes} seeds, {a.studies} simulated "

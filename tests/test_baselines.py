@@ -11,10 +11,10 @@ import torch
 import yaml
 from test_report import make_run
 
+from normlab.campaigns.xu2019.protocol import protocol
 from normlab.make_report import baselines, report
 from normlab.report import find_runs
 from normlab.report.baselines import level
-from normlab.report.claims import trained_margin
 from normlab.tasks.trivial import bits_per_byte, majority_accuracy, right_neighbour_uas
 
 
@@ -198,7 +198,10 @@ def test_translation_copy_source_bleu_against_the_files(data_dir, tmp_path):
         # the source through the model's subwords is the source itself where no piece is unknown
         assert copy[split] == pytest.approx(bleu.corpus_score(src, [ref]).score, abs=0.01)
     assert round(copy["test"], 2) == 1.05  # the level a model that only copies reaches
-    assert level(1.2, res["rows"], True, tol=trained_margin("bleu")) == "at the copy-source level"
+    assert (
+        level(1.2, res["rows"], True, tol=protocol().trained_by("bleu"))
+        == "at the copy-source level"
+    )
     assert level(3.2, res["rows"], True) == "better than the copy-source level"
 
 
@@ -213,6 +216,7 @@ def test_a_level_sentence_names_a_lone_norm_and_gives_a_range_only_for_several()
             cell=lambda c, v: SimpleNamespace(mean=means[v]),
             label=lambda v: v,
             metric=lambda c: ("bpc", False),
+            protocol=protocol(),
         )
 
     base = {"enwik8": {"metric": "bpc", "rows": {"unigram (train)": {"test": 5.5}}}}

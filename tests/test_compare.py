@@ -13,7 +13,7 @@ from test_report import make_run
 
 from normlab.make_report import main as cli_main
 from normlab.models.placement import PLACEMENTS
-from normlab.report import find_runs, write_report
+from normlab.report import Protocol, find_runs, write_report
 from normlab.report.aggregate import Grid
 from normlab.report.axis import NATURAL
 from normlab.report.claimfile import ClaimsFileError, load
@@ -197,7 +197,8 @@ def test_seeds_that_do_not_pair_are_compared_by_welch(tmp_path):
         make_run(tmp_path, "rt", "rmsnorm", seed, v)
     for seed, v in zip((7, 8, 9), b):
         make_run(tmp_path, "rt", "layernorm", seed, v)
-    f = comparisons(Grid(find_runs([tmp_path])), Reference.parse(), primary=True).family.rows[0]
+    grid = Grid(find_runs([tmp_path]), protocol=Protocol(margins={"acc": 0.2}))
+    f = comparisons(grid, Reference.parse(), primary=True).family.rows[0]
     res = stats.ttest_ind(a, b, equal_var=False, alternative="greater")  # the support hypothesis
     assert f.p == pytest.approx(res.pvalue) and f.t == pytest.approx(res.statistic)
     assert "unpaired (no seed run by both): Welch" in f.sentence

@@ -15,12 +15,12 @@ from normlab.campaigns.xu2019 import CAMPAIGN, findings_record
 from normlab.campaigns.xu2019.family import build, family_sentence, locate
 from normlab.campaigns.xu2019.findings import CLAIMS, evaluate, findings
 from normlab.campaigns.xu2019.findings_text import outcome, summary_lines
+from normlab.campaigns.xu2019.protocol import grid as xgrid
+from normlab.campaigns.xu2019.protocol import protocol
 from normlab.campaigns.xu2019.tuned import member_findings, member_key
 from normlab.report import find_runs
 from normlab.report import stats as S
 from normlab.report import write_report as generic_report
-from normlab.report.aggregate import Grid
-from normlab.report.claims import margin
 from normlab.report.overfit import gap_best, gap_last, valid_rise
 
 CLAIM = {c.key: c for c in CLAIMS}
@@ -47,10 +47,10 @@ def test_a_no_worse_claim_is_a_non_inferiority_test_at_its_margin(tmp_path):
         make_run(tmp_path, "rt", "layernorm_simple", seed, a)
         make_run(tmp_path, "rt", "layernorm", seed, b)
     make_run(tmp_path, "rt", "layernorm", 9, 50.0)  # no partner seed: left out of the pairs
-    f = evaluate(Grid(find_runs([tmp_path])), CLAIM["ln_simple_no_worse"], "rt")
+    f = evaluate(xgrid(find_runs([tmp_path])), CLAIM["ln_simple_no_worse"], "rt")
     d = np.subtract(lns, ln)
     assert (f.n, f.n_a, f.n_b) == (4, 4, 5) and f.diff == pytest.approx(d.mean())
-    assert f.margin == margin("acc") == 0.2
+    assert f.margin == protocol().margin("acc") == 0.2
     # one-sided against -margin: H0 "LayerNorm-simple is worse by 0.2 or more"
     t = stats.ttest_1samp(d, -0.2, alternative="greater")
     assert f.p == pytest.approx(t.pvalue, rel=1e-12) and f.t == pytest.approx(t.statistic)
@@ -64,7 +64,7 @@ def test_a_no_worse_claim_is_a_non_inferiority_test_at_its_margin(tmp_path):
     for seed, (a, b) in enumerate(zip(lns, ln), start=2):
         make_run(tmp_path / "worse", "rt", "layernorm_simple", seed, a - 1.2)
         make_run(tmp_path / "worse", "rt", "layernorm", seed, b)
-    g = evaluate(Grid(find_runs([tmp_path / "worse"])), CLAIM["ln_simple_no_worse"], "rt")
+    g = evaluate(xgrid(find_runs([tmp_path / "worse"])), CLAIM["ln_simple_no_worse"], "rt")
     assert g.ci90[1] < -0.2 and g.verdict("raw") == "inferior"
     assert g.hyps[1]["p"] < 0.05  # decided by its test, not by the CI
 
@@ -73,7 +73,7 @@ def test_a_strict_claim_tests_each_direction_and_a_tie_within_the_margin_is_negl
     for seed, noise in zip((2, 3, 4, 5), (0.01, -0.02, 0.015, -0.005)):
         make_run(tmp_path, "rt", "adanorm", seed, 80.0 + noise)
         make_run(tmp_path, "rt", "layernorm", seed, 80.0 - noise / 2)
-    f = evaluate(Grid(find_runs([tmp_path])), CLAIM["adanorm_improves"], "rt")
+    f = evaluate(xgrid(find_runs([tmp_path])), CLAIM["adanorm_improves"], "rt")
     d = np.array([0.015, -0.03, 0.0225, -0.0075])
     p_up = stats.ttest_1samp(d, 0.0, alternative="greater").pvalue
     assert f.p == pytest.approx(p_up, rel=1e-9)
@@ -93,7 +93,7 @@ def test_a_significant_effect_inside_the_margin_is_negligible_never_supported(tm
     for seed, noise in zip((2, 3, 4, 5, 6), (0.01, -0.01, 0.005, 0.0, -0.005)):
         make_run(tmp_path, "rt", "adanorm", seed, 80.05 + noise)
         make_run(tmp_path, "rt", "layernorm", seed, 80.0)
-    f = evaluate(Grid(find_runs([tmp_path])), CLAIM["adanorm_improves"], "rt")
+    f = evaluate(xgrid(find_runs([tmp_path])), CLAIM["adanorm_improves"], "rt")
     assert f.hyps[0]["p"] < 0.01 and f.hyps[2]["p"] < 0.01
     assert f.verdict("raw") == "negligible"
 
@@ -104,7 +104,7 @@ def test_lower_is_better_metrics_flip_sign_and_a_clear_loss_is_worse(tmp_path):
         make_run(
             tmp_path, "enwik8", "layernorm", seed, 4.1 + 0.02 * (seed % 2), metric="bpc", hib=False
         )
-    f = evaluate(Grid(find_runs([tmp_path])), CLAIM["adanorm_improves"], "enwik8")
+    f = evaluate(xgrid(find_runs([tmp_path])), CLAIM["adanorm_improves"], "enwik8")
     assert f.diff == pytest.approx(-(5.73 - 4.1) + 0.02 / 3 * 1, abs=0.02) and f.diff < 0
     assert f.hyps[1]["p"] < 0.05 and f.verdict("raw") == "worse"
 
@@ -117,7 +117,7 @@ def test_holm_adjusts_the_primary_family_only(tmp_path):
             for seed, noise in zip((2, 3, 4), (0.05, -0.1, 0.075)):
                 make_run(res / folder / "runs", task, "layernorm_simple", seed, 80 + shift + noise)
                 make_run(res / folder / "runs", task, "layernorm", seed, 80.0 - noise)
-    every = findings(Grid(find_runs([res / "mini" / "runs"])))
+    every = findings(xgrid(find_runs([res / "mini" / "runs"])))
     fam = build(every, res / "mini")
     fs = [f for f in every if f.claim.key == "ln_simple_no_worse"]
     # the overfitting rows have no curves to measure: decided without a test, outside the family
@@ -139,13 +139,13 @@ def test_holm_adjusts_the_primary_family_only(tmp_path):
     line = summary_lines(every, fam, "fixed")[0]
     assert "primary family's 4 tests" in line and "as claimed on 2 of 2 tasks" in line
     # another declared study's rows are secondary: uncorrected, labelled exploratory
-    other = findings(Grid(find_runs([res / "mini-tuned" / "runs"])))
+    other = findings(xgrid(find_runs([res / "mini-tuned" / "runs"])))
     sec = build(other, res / "mini-tuned")
     assert not sec.primary and sec.size == 0 and other[0].p_holm is None
     assert other[0].shown() == "non-inferior (exploratory)"
     assert other[0].mde == pytest.approx(S.mde(3, other[0].sd, 0.05, 0.8, sides=1))
     # outside the declared folders a report is its own family, and says so
-    own = build(findings(Grid(find_runs([res / "mini" / "runs"]))), tmp_path / "elsewhere")
+    own = build(findings(xgrid(find_runs([res / "mini" / "runs"]))), tmp_path / "elsewhere")
     assert own.primary and not own.declared and "its own" not in family_sentence(fam)
     assert "the 2 tested rows of the report" in family_sentence(own)
 
@@ -200,9 +200,9 @@ def test_a_folders_findings_json_stands_in_for_its_runs_only_while_they_are_unch
     assert record["key"]["study"] == "prenorm" and len(record["findings"]) == 1
     # read back equal to the rows computed from the runs, field by field
     assert findings_record.read(pre, member_key("prenorm", pre)) == findings(
-        Grid(find_runs([pre / "runs"]))
+        xgrid(find_runs([pre / "runs"]))
     )
-    assert member_findings("prenorm", pre) == findings(Grid(find_runs([pre / "runs"])))
+    assert member_findings("prenorm", pre) == findings(xgrid(find_runs([pre / "runs"])))
     # a run changed since: the record no longer counts
     make_run(pre / "runs", "rt", "layernorm", 5, 79.0)
     assert findings_record.read(pre, member_key("prenorm", pre)) is None
@@ -213,7 +213,7 @@ def test_divergence_decides_and_too_few_pairs(tmp_path):
         make_run(tmp_path, "rt", "detachnorm", seed, status="diverged")
         make_run(tmp_path, "rt", "layernorm_simple", seed, 75.0 + seed)
     make_run(tmp_path, "rt", "layernorm", 2, 74.0)
-    g = Grid(find_runs([tmp_path]))
+    g = xgrid(find_runs([tmp_path]))
     f = evaluate(g, CLAIM["derivatives_matter"], "rt")
     assert (
         f.verdict() == "better" and "DetachNorm diverged in every run" in f.sentence and f.p is None
@@ -241,7 +241,7 @@ def test_the_overfitting_claim_needs_a_lower_train_loss_and_a_higher_valid_loss(
         make_run(
             tmp_path, "rt", "layernorm_simple", seed, 70.0, curves=curves([0.9, 0.8, 0.75, 0.72])
         )
-    g = Grid(find_runs([tmp_path]))
+    g = xgrid(find_runs([tmp_path]))
     f = evaluate(g, CLAIM["ln_overfits"], "rt")
     # both at step 100: valid(LayerNorm) − valid(LayerNorm-simple), positive = as claimed
     assert f.diff == pytest.approx(np.mean([0.002 * s for s in (2, 3, 4)]))
@@ -253,7 +253,7 @@ def test_the_overfitting_claim_needs_a_lower_train_loss_and_a_higher_valid_loss(
     # one run stopped early: the pair is compared at the last step both have
     make_run(tmp_path, "rt", "layernorm", 5, 70.0, curves=curves([0.8, 0.6], steps=50))
     make_run(tmp_path, "rt", "layernorm_simple", 5, 70.0, curves=curves([0.9, 0.8, 0.75, 0.7]))
-    g5 = evaluate(Grid(find_runs([tmp_path])), CLAIM["ln_overfits"], "rt")
+    g5 = evaluate(xgrid(find_runs([tmp_path])), CLAIM["ln_overfits"], "rt")
     assert g5.n == 4
 
 
@@ -265,7 +265,7 @@ def test_fitting_faster_alone_never_supports_overfitting(tmp_path):
                  curves=curves([0.9, 0.7, 0.6, 0.55 + e], train_end=0.9 + e))  # fmt: skip
         make_run(tmp_path / "fast", "rt", "layernorm_simple", seed, 70.0,
                  curves=curves([0.9, 0.7, 0.6, 0.60], train_end=1.0))  # fmt: skip
-    f = evaluate(Grid(find_runs([tmp_path / "fast"])), CLAIM["ln_overfits"], "rt")
+    f = evaluate(xgrid(find_runs([tmp_path / "fast"])), CLAIM["ln_overfits"], "rt")
     assert f.diff_train == pytest.approx(0.1, abs=0.01) and f.diff < 0
     assert f.verdict("raw") == "does not overfit"
     # the paper's pattern: train loss lower and valid loss higher on every seed
@@ -274,7 +274,7 @@ def test_fitting_faster_alone_never_supports_overfitting(tmp_path):
                  curves=curves([0.9, 0.7, 0.6, 0.70 + e], train_end=0.9 - e))  # fmt: skip
         make_run(tmp_path / "over", "rt", "layernorm_simple", seed, 70.0,
                  curves=curves([0.9, 0.7, 0.6, 0.60], train_end=1.0))  # fmt: skip
-    g = evaluate(Grid(find_runs([tmp_path / "over"])), CLAIM["ln_overfits"], "rt")
+    g = evaluate(xgrid(find_runs([tmp_path / "over"])), CLAIM["ln_overfits"], "rt")
     assert g.verdict("raw") == "overfits"
     # the support is an intersection-union test: its p is the larger of the two one-sided ones
     d_valid = [0.10 + e for e in (0.01, -0.02, 0.015, 0.0, -0.005)]
@@ -322,7 +322,7 @@ def test_a_row_whose_pairs_crossed_machines_says_which_seeds(tmp_path):
             isa = "AVX2" if (norm, seed) == ("layernorm", 3) else "AVX512"
             s["machine"] = {"cpu": "EPYC", "isa": isa, "threads": 1}
             (d / "summary.json").write_text(json.dumps(s))
-    f = evaluate(Grid(find_runs([tmp_path])), CLAIM["ln_simple_no_worse"], "rt")
+    f = evaluate(xgrid(find_runs([tmp_path])), CLAIM["ln_simple_no_worse"], "rt")
     assert "machines crossed" in f.notes and "seed(s) 3 paired runs of two machines" in f.sentence
 
 

@@ -17,10 +17,10 @@ import yaml
 from normlab.campaigns.xu2019 import CAMPAIGN
 from normlab.campaigns.xu2019 import published as P
 from normlab.campaigns.xu2019.paper_tables import TABLES, norm_table
+from normlab.campaigns.xu2019.protocol import grid as xgrid
 from normlab.make_report import main as cli_main
 from normlab.report import find_runs
 from normlab.report import write_report as generic_report
-from normlab.report.aggregate import Grid
 from normlab.report.axis import setting_axis
 from normlab.report.runs import export, load_run
 from normlab.report.tables import latex_escape
@@ -87,7 +87,7 @@ def make_run(
 
 
 def grid_of(root):
-    return Grid(find_runs([root]))
+    return xgrid(find_runs([root]))
 
 
 def row(table, label):
@@ -551,7 +551,6 @@ def test_a_figure_of_axis_columns_wraps_their_titles_and_keeps_its_own(tmp_path,
     """A placement column's name is long: its panel titles wrap (task, setting, panel on lines of
     their own) while the figure keeps its title; a plain task's titles stay on one line."""
     from normlab.report import figures as F
-    from normlab.report.aggregate import Grid
     from normlab.report.axis import setting_axis
 
     curves = [{"step": k, "split": "valid", "loss": 1.0 + 0.1 * k} for k in (1, 2)]
@@ -570,7 +569,7 @@ def test_a_figure_of_axis_columns_wraps_their_titles_and_keeps_its_own(tmp_path,
     monkeypatch.setattr(F.plt, "close", drawn.append)
     title = "Overfitting: {norms}"
     assert F.figure(
-        Grid(runs, setting_axis(runs)),
+        xgrid(runs, setting_axis(runs)),
         "o",
         title,
         ["layernorm", "layernorm_simple"],

@@ -6,6 +6,7 @@ import json
 from test_report import make_run
 
 from normlab.campaigns.xu2019.paper_tables import TABLES, norm_table
+from normlab.campaigns.xu2019.protocol import protocol
 from normlab.norms import NORMS
 from normlab.report import figures as F
 from normlab.report import find_runs
@@ -202,11 +203,15 @@ def test_a_task_declared_outside_the_learning_regime_is_named_in_its_panels(tmp_
     curves = [
         {"step": s, "split": sp, "loss": 1.0 / s} for s in (1, 2) for sp in ("train", "valid")
     ]
-    for task in ("iwslt15_en_vi", "rt"):  # claims.yaml declares IWSLT15 not learning at mini
+    for task in (
+        "iwslt15_en_vi",
+        "rt",
+    ):  # the campaign's protocol declares IWSLT15 not learning at mini
         make_run(tmp_path / "runs", task, "layernorm", 2, 1.0, curves=curves)
     drawn = []
     monkeypatch.setattr(F.plt, "close", drawn.append)
     title, norms, panels, what = F.FIGURES["curves"]
-    F.figure(Grid(find_runs([tmp_path / "runs"])), "curves", title, norms, panels, tmp_path, what)
+    grid = Grid(find_runs([tmp_path / "runs"]), protocol=protocol())  # the campaign's declares it
+    F.figure(grid, "curves", title, norms, panels, tmp_path, what)
     heads = {ax.get_title().split(":")[0] for ax in drawn[-1].axes}
     assert heads == {"iwslt15_en_vi (not learning)", "rt"}, heads

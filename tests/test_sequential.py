@@ -7,12 +7,13 @@ import pytest
 from statsmodels.stats.multitest import multipletests
 
 from normlab.campaigns.xu2019.findings import CLAIMS, look_sizes
+from normlab.campaigns.xu2019.protocol import protocol, settings
 from normlab.report import hypotheses as H
 from normlab.report import stats as S
-from normlab.report.claims import margin, settings
 from normlab.report.sequential import holm_rows, resolve_chance, sequential_family
 
-ALPHA = settings()["alpha"]
+PROTOCOL = protocol()
+ALPHA = PROTOCOL.alpha
 STUDIES = 10_000
 
 
@@ -44,7 +45,7 @@ def boundary_study(rng, forms, margins, n_seeds, where):
 def test_the_look_sizes_are_the_declared_ones():
     q = settings()["sequential"]
     assert look_sizes() == list(range(q["first"], q["max_seeds"] + 1, q["step"])) == [5, 10, 15, 20]
-    assert margin("acc") > 0
+    assert PROTOCOL.margin("acc") > 0
 
 
 @pytest.mark.parametrize("where", H.PRECEDENCE)
@@ -123,8 +124,8 @@ def test_the_report_path_agrees_with_the_simulated_one():
         seeds = range(2, 2 + int(out.used[0, r]))
         A = Cell([_run("a", s, 50.0 + d[0, r, i]) for i, s in enumerate(seeds)])
         B = Cell([_run("b", s, 50.0) for s in seeds])
-        rows.append(evaluate_cells(claim, A, B, "rt", ("acc", True), looks=sizes))
-    apply("fixed", rows, primary=True, declared=False, looks=sizes)
+        rows.append(evaluate_cells(claim, A, B, "rt", ("acc", True), PROTOCOL, looks=sizes))
+    apply("fixed", rows, PROTOCOL, primary=True, declared=False, looks=sizes)
     words = {H.SUPPORT: {"non-inferior", "better"}, H.REFUTE: {"inferior", "worse"}}
     words[H.NEGLIGIBLE] = {"negligible"}
     for f, v in zip(rows, out.verdict[0]):
@@ -248,15 +249,19 @@ def test_a_row_the_futility_rule_stops_gains_no_seeds_and_stays_stopped(tmp_path
     """After the first look, a noisy tie whose chance to resolve by 20 seeds is below the declared
     floor gains no seeds, and the driver's line names it; at the next look it gains none even when
     its chance would be above the floor, since it lacks the seeds of the look before."""
+    import dataclasses
+
     from test_report import make_run
 
+    from normlab.campaigns.xu2019 import family as F
     from normlab.campaigns.xu2019 import sequential_grid as G
-    from normlab.report import family as F
+    from normlab.report import family as RF
 
     # a floor that stops a tie in this small family (in the primary family's 33 rows a tie's chance
     # is lower: Holm over more rows asks more of each)
-    monkeypatch.setattr(F, "futility", lambda: 0.15)
-    monkeypatch.setattr(G, "futility", lambda: 0.15)
+    floor = dataclasses.replace(PROTOCOL, futility=0.15)
+    monkeypatch.setattr(F, "protocol", lambda: floor)
+    monkeypatch.setattr(G, "protocol", lambda: floor)
 
     def new_grid():
         return G.SequentialGrid(
@@ -300,14 +305,14 @@ def test_a_row_the_futility_rule_stops_gains_no_seeds_and_stays_stopped(tmp_path
     # were the report not to mark it (its chance above the floor, unlike the first look's, which
     # stands), the grid still adds it none: it lacks the second look's seeds
     first = next(f.resolve_chance for f in stopped_rows)
-    original = F.chances
+    original = RF.chances
 
-    def unmarked(mine, sizes, alpha):
-        original(mine, sizes, alpha)
+    def unmarked(mine, sizes, alpha, floor):
+        original(mine, sizes, alpha, floor)
         for f in mine:
             f.stopped = f.stopped and f.resolve_chance == first
 
-    monkeypatch.setattr(F, "chances", unmarked)
+    monkeypatch.setattr(RF, "chances", unmarked)
     grid = new_grid()
     assert {j.task for j in grid.jobs() if j.seed > 11} <= {"rt"}
     assert grid.stopped == []
@@ -338,23 +343,23 @@ def test_the_report_marks_rows_a_look_behind_as_stopped_and_gives_no_chance_afte
             hyps=hyps,
         )  # fmt: skip
 
-    floor = settings()["sequential"]["futility"]
+    floor = PROTOCOL.futility
     rows = [row("ahead", 10, 0.4, 0.6), row("behind", 5, 0.4, 0.6)]
-    apply("fixed", rows, primary=True, declared=True, looks=look_sizes())
+    apply("fixed", rows, PROTOCOL, primary=True, declared=True, looks=look_sizes())
     ahead, behind = rows
     assert ahead.verdict() == behind.verdict() == "unresolved"
     assert behind.resolve_chance > floor and ahead.resolve_chance > floor
     assert behind.stopped and not ahead.stopped
     done = [row("done", 20, 0.05, 1.0)]
-    apply("fixed", done, primary=True, declared=True, looks=look_sizes())
+    apply("fixed", done, PROTOCOL, primary=True, declared=True, looks=look_sizes())
     assert done[0].verdict() == "unresolved"
     assert done[0].resolve_chance is None and not done[0].stopped
     # five of the second look's seeds diverged for one norm: 5 pairs, but the look was made
     rows = [row("ahead", 10, 0.4, 0.6), row("diverged", 5, 0.4, 0.6, n_run=10)]
-    apply("fixed", rows, primary=True, declared=True, looks=look_sizes())
+    apply("fixed", rows, PROTOCOL, primary=True, declared=True, looks=look_sizes())
     assert rows[1].resolve_chance > floor and not rows[1].stopped
     done = [row("done", 17, 0.05, 1.0, n_run=20)]
-    apply("fixed", done, primary=True, declared=True, looks=look_sizes())
+    apply("fixed", done, PROTOCOL, primary=True, declared=True, looks=look_sizes())
     assert done[0].resolve_chance is None and not done[0].stopped
 
 
@@ -399,11 +404,13 @@ def test_a_rows_look_is_the_seeds_both_its_norms_ran_not_seeds_one_gained_for_an
         ada = [run("adanorm", s, task=task) for s in ada_seeds]
         ada += [run("adanorm", s, "diverged", task) for s in diverged]
         ln = Cell([run("layernorm", s, task=task) for s in seeds])
-        return evaluate_cells(claim, Cell(ada), ln, task, ("acc", True), looks=look_sizes())
+        return evaluate_cells(
+            claim, Cell(ada), ln, task, ("acc", True), PROTOCOL, looks=look_sizes()
+        )
 
     ahead, behind = row("sst2", seeds), row("rt", first)
     assert (behind.n, behind.n_run, ahead.n_run) == (5, 5, 10)
-    apply("fixed", [ahead, behind], primary=True, declared=True, looks=look_sizes())
+    apply("fixed", [ahead, behind], PROTOCOL, primary=True, declared=True, looks=look_sizes())
     assert behind.verdict("holm") == "unresolved" and behind.stopped and not ahead.stopped
     diverged = row("rt", first, diverged=range(7, 12))
     assert (diverged.n, diverged.n_run) == (5, 10)

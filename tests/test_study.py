@@ -709,8 +709,8 @@ def test_the_tuned_lr_grid_is_centred_on_the_preset_the_study_trains_at(tmp_path
 def test_until_resolved_adds_the_next_looks_seeds_to_unresolved_rows(clone, data_dir, tmp_path):
     from normlab.campaigns.xu2019.family import apply
     from normlab.campaigns.xu2019.findings import findings
+    from normlab.campaigns.xu2019.protocol import grid as xgrid
     from normlab.report import find_runs
-    from normlab.report.aggregate import Grid
 
     res = tmp_path / "results" / "smoke"
     args = ["--scale", "smoke", "--tasks", "synthetic_cls", "--norms", "layernorm,adanorm"]
@@ -721,7 +721,7 @@ def test_until_resolved_adds_the_next_looks_seeds_to_unresolved_rows(clone, data
     assert finish(proc, lines) == 0, "".join(lines)[-3000:]
     runs = find_runs([res / "runs"])
     first = [r for r in runs if r.seed <= 6]
-    rows = findings(Grid(first))
+    rows = findings(xgrid(first))
     apply("fixed", rows, primary=True, declared=True)
     # the norms of the rows the first look left unresolved and the futility rule did not stop, and
     # only those, gained seeds 7-11

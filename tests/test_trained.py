@@ -8,15 +8,16 @@ from test_report import make_run
 
 from normlab.campaigns.xu2019 import CAMPAIGN
 from normlab.campaigns.xu2019.findings import CLAIMS, evaluate
+from normlab.campaigns.xu2019.protocol import protocol
 from normlab.campaigns.xu2019.tuned_lr_table import chosen_by_other, other_criterion
 from normlab.campaigns.xu2019.tuned_protocol import Sweep
 from normlab.report import find_runs
 from normlab.report import write_report as generic_report
 from normlab.report.aggregate import Grid
-from normlab.report.claims import not_learning, trained_margin
 from normlab.report.trained import best_baseline, gate, untrained_sentence, why_untrained
 
 CLAIM = {c.key: c for c in CLAIMS}
+P = protocol()  # the campaign's: its margins, gates and not-learning tasks
 write_report = functools.partial(generic_report, campaign=CAMPAIGN)
 ENWIK8 = {
     "metric": "bpc",
@@ -43,19 +44,25 @@ def enwik8_runs(root, adanorm=5.72):
 def test_the_margin_and_the_best_baseline_decide_a_cell():
     rows = ENWIK8["rows"]
     assert best_baseline(rows, hib=False) == ("smoothed bigram", 4.646)
-    assert trained_margin("bpc") == 0.05 and trained_margin("bleu") == 0.3
-    assert why_untrained(4.15, "bpc", False, rows) == ""
+    assert P.trained_by("bpc") == 0.05 and P.trained_by("bleu") == 0.3
+    assert why_untrained(4.15, "bpc", False, rows, P.trained_by("bpc")) == ""
     # within the margin of the best baseline: not clearly better, so it did not train
-    at = why_untrained(4.61, "bpc", False, rows)
+    at = why_untrained(4.61, "bpc", False, rows, P.trained_by("bpc"))
     assert at.startswith("4.610 bpc: at the smoothed bigram level")
-    assert "worse than the unigram level" in why_untrained(5.73, "bpc", False, rows)
+    assert "worse than the unigram level" in why_untrained(
+        5.73, "bpc", False, rows, P.trained_by("bpc")
+    )
     copy = {"copy-source": {"valid": 0.25, "test": 0.86}}
-    assert why_untrained(0.63, "bleu", True, copy).startswith("0.63 bleu: at the copy-source")
-    assert why_untrained(1.2, "bleu", True, copy) == ""  # 0.34 above it: more than 0.3
+    assert why_untrained(0.63, "bleu", True, copy, P.trained_by("bleu")).startswith(
+        "0.63 bleu: at the copy-source"
+    )
+    assert (
+        why_untrained(1.2, "bleu", True, copy, P.trained_by("bleu")) == ""
+    )  # 0.34 above it: more than 0.3
 
 
 def test_a_cell_that_did_not_train_is_labelled_and_leaves_the_claim_tests(tmp_path):
-    grid = gate(Grid(enwik8_runs(tmp_path / "runs")), {"enwik8": ENWIK8})
+    grid = gate(Grid(enwik8_runs(tmp_path / "runs"), protocol=P), {"enwik8": ENWIK8})
     ada = grid.norm_cell("enwik8", "adanorm")
     assert ada.untrained and ada.text().endswith("did not train")
     assert not grid.norm_cell("enwik8", "layernorm").untrained
@@ -68,7 +75,7 @@ def test_a_cell_that_did_not_train_is_labelled_and_leaves_the_claim_tests(tmp_pa
     said = untrained_sentence(grid)
     assert "enwik8: AdaNorm (5." in said and "enter no claim test" in said
     # the same runs without baselines: nothing is gated, and no sentence claims a check ran
-    plain = Grid(find_runs([tmp_path / "runs"]))
+    plain = Grid(find_runs([tmp_path / "runs"]), protocol=P)
     assert evaluate(plain, CLAIM["adanorm_improves"], "enwik8").p is not None
     assert untrained_sentence(plain) == ""
 
@@ -91,12 +98,12 @@ def test_every_report_output_says_which_cells_did_not_train(tmp_path):
 
 
 def test_a_task_declared_outside_the_learning_regime_is_not_tested(tmp_path):
-    assert "not in the learning regime at mini" in not_learning("iwslt15_en_vi", "mini")
-    assert not_learning("iwslt15_en_vi", "smoke") == "" and not_learning("rt", "mini") == ""
+    assert "not in the learning regime at mini" in P.outside("iwslt15_en_vi", "mini")
+    assert P.outside("iwslt15_en_vi", "smoke") == "" and P.outside("rt", "mini") == ""
     for seed in (2, 3, 4):
         for norm, v in (("layernorm", 1.3), ("layernorm_simple", 1.4 + seed / 10)):
             make_run(tmp_path, "iwslt15_en_vi", norm, seed, v, metric="bleu")
-    grid = Grid(find_runs([tmp_path]))
+    grid = Grid(find_runs([tmp_path]), protocol=P)
     f = evaluate(grid, CLAIM["ln_simple_no_worse"], "iwslt15_en_vi")
     assert f.decided == "not learning" and "see docs/calibration.md" in f.sentence
     from normlab.report.aggregate import data_sentence

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .axis import axis_label, axis_rank, major_first, setting_rank, task_of
-from .claims import not_learning
 from .data_notes import data_note
 from .norm_cards import LABELS as NORM_LABELS
 from .norm_cards import sort_key as norm_sort_key
+from .protocol import DEFAULT, Protocol
 from .runs import Run
 
 TASK_ORDER = [
@@ -121,11 +121,13 @@ def variant_key(run: Run, axis: tuple[str, ...] = ()) -> tuple[str, str]:
 
 class Grid:
     """Runs indexed by column (task, or task@scale when scales are mixed, and the value of the
-    study's ``axis`` keys when it has any: normlab.report.axis) and row (norm variant)."""
+    study's ``axis`` keys when it has any: normlab.report.axis) and row (norm variant), with the
+    test protocol every table and test of them reads (normlab.report.protocol)."""
 
-    def __init__(self, runs: list[Run], axis: tuple[str, ...] = ()):
+    def __init__(self, runs: list[Run], axis: tuple[str, ...] = (), protocol: Protocol = DEFAULT):
         # major key first: the column reads "placement=pre,layernorm_scaling=true" and sorts by it
         self.runs, self.axis = runs, major_first(tuple(axis), (r.setting for r in runs))
+        self.protocol = protocol
         self.gated: dict[
             str, bool
         ] = {}  # column -> checked against its trivial baselines (trained.gate)
@@ -214,7 +216,7 @@ class Grid:
 def outside(grid: Grid, col: str) -> str:
     """Why the column's task is declared outside the learning regime at its scale, or ""."""
     runs = grid.column_runs(col)
-    return not_learning(runs[0].task, runs[0].scale) if runs else ""
+    return grid.protocol.outside(runs[0].task, runs[0].scale) if runs else ""
 
 
 def data_sentence(grid: Grid, columns: Optional[list[str]] = None) -> str:
@@ -237,7 +239,7 @@ def data_sentence(grid: Grid, columns: Optional[list[str]] = None) -> str:
             f"{r.task}: {why}"
             for c in columns
             for r in grid.column_runs(c)[:1]
-            if (why := not_learning(r.task, r.scale))
+            if (why := grid.protocol.outside(r.task, r.scale))
         }
     )
     regime = "".join(f" {o}." for o in outside)

@@ -14,7 +14,6 @@ import math
 from typing import Callable, Optional
 
 from .axis import task_of
-from .claims import trained_margin
 
 SPLITS = ("train", "valid", "test")
 # (task name, the task config the runs recorded) -> {"metric", "rows", "sizes"} or {"missing": why}
@@ -71,7 +70,7 @@ def level_sentences(grid, base: dict[str, dict]) -> list[str]:
             continue
         metric, hib = grid.metric(c)
         # how close to a baseline counts as "at" it: the margin a trained cell must beat it by
-        tol = trained_margin(b["metric"])
+        tol = grid.protocol.trained_by(b["metric"])
         groups: dict[str, list[str]] = {}
         for v in grid.variants():
             mean = grid.cell(c, v).mean

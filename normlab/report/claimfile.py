@@ -2,8 +2,8 @@
 FILE``; the paper's five are normlab/campaigns/xu2019/claims.yaml, read by this same loader).
 
 ```yaml
-alpha: 0.05                 # optional; else claims.yaml's (0.05)
-margins: {acc: 0.5}         # optional, per measure; else claims.yaml's, each with its reason
+alpha: 0.05                 # optional; else the report's protocol's (normlab.report.protocol)
+margins: {acc: 0.5}         # optional, per measure; else the report's protocol's
 claims:
   - a: rmsnorm              # a norm's name as the runs recorded it
     b: layernorm

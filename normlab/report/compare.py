@@ -19,7 +19,6 @@ from typing import Optional, Sequence
 from . import stats as S
 from .aggregate import Cell, Grid, data_sentence, fmt
 from .axis import axis_order, task_of, value_text
-from .claims import margins_sentence
 from .family import Family, apply, tested
 from .tables import Table
 from .verdicts import Claim, Finding, evaluate_cells, label
@@ -93,7 +92,9 @@ def norm_rows(grid: Grid, ref: Reference) -> list[tuple[Finding, Cell, Cell]]:
                 continue
             claim = _claim(grid.label(v), grid.label(partner))
             A, B = grid.cell(column, v), grid.cell(column, partner)
-            rows.append((evaluate_cells(claim, A, B, column, grid.metric(column)), A, B))
+            rows.append(
+                (evaluate_cells(claim, A, B, column, grid.metric(column), grid.protocol), A, B)
+            )
     return rows
 
 
@@ -132,7 +133,7 @@ def axis_rows(grid: Grid, ref: Reference) -> list[tuple[Finding, Cell, Cell]]:
                 column, cell = cells[value]
                 who = grid.label(v)
                 claim = _claim(f"{who}, {k}={value}", f"{who}, {k}={base_value}")
-                f = evaluate_cells(claim, cell, base, column, grid.metric(column))
+                f = evaluate_cells(claim, cell, base, column, grid.metric(column), grid.protocol)
                 rows.append((f, cell, base))
     return rows
 
@@ -143,7 +144,9 @@ def comparisons(grid: Grid, ref: Reference, primary: bool) -> Optional[Compared]
     rows = norm_rows(grid, ref) + (axis_rows(grid, ref) if grid.axis else [])
     if not rows:
         return None
-    fam = apply("comparisons", [f for f, _, _ in rows], primary=primary, declared=False)
+    fam = apply(
+        "comparisons", [f for f, _, _ in rows], grid.protocol, primary=primary, declared=False
+    )
     return Compared(fam, {id(f): (a, b) for f, a, b in rows})
 
 
@@ -218,7 +221,7 @@ def comparisons_table(grid: Grid, done: Compared, ref: Reference) -> Table:
         "the deciding test's (the smaller one-sided p while unresolved). Verdict: negligible when "
         "|A − reference| < margin is shown, else better / worse when A − reference > 0 / < 0 is, "
         "else unresolved; a cell that did not train "
-        f"is not compared. {family} {margins_sentence()}"
+        f"is not compared. {family} {grid.protocol.margins_sentence()}"
     )
     columns = list(dict.fromkeys(f.column for f in fam.rows))
     t.notes = [data_sentence(grid, columns)]

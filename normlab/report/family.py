@@ -14,7 +14,7 @@ import numpy as np
 
 from . import stats as S
 from .axis import units
-from .claims import futility, settings
+from .protocol import Protocol
 from .sequential import resolve_chance
 from .verdicts import Finding
 
@@ -24,7 +24,9 @@ class Family:
     study: str  # the study whose rows these are ("this report" outside the declared folders)
     rows: list[Finding]
     primary: bool  # these rows are adjusted together (the primary family, or a report's own)
-    declared: bool  # the declared primary family (claims.yaml), not a report's own
+    declared: (
+        bool  # a declared primary family (a campaign's or a claims file's), not a report's own
+    )
     size: int = 0  # m: the hypotheses Holm adjusts over (0 for secondary rows)
     tested_rows: int = 0  # the rows those hypotheses belong to
     signs: dict = field(default_factory=dict)  # claim key -> exploratory sign test across tasks
@@ -60,6 +62,7 @@ def sign_tests(fs: list[Finding], order: Sequence[str] = ()) -> dict[str, dict]:
 def apply(
     study: str,
     rows: list[Finding],
+    protocol: Protocol,
     primary: bool,
     declared: bool,
     looks: Optional[Sequence[int]] = None,
@@ -70,9 +73,8 @@ def apply(
     which its rows may gain seeds), at alpha for a secondary row; one-sided, as the claim's own
     hypothesis is.
     ``order``: the claims' keys in their declared order, for the sign tests."""
-    cfg = settings()
     mine = tested(rows)
-    # a family's rows may gain seeds (claims.yaml sequential): Holm over their look-spent p
+    # a family's rows may gain seeds (its ``looks``): Holm over their look-spent p
     flat = [h for f in mine for h in f.hyps]
     holm = S.holm([_holm_p(h) for h in flat]) if primary and flat else [None] * len(flat)
     for h, adj in zip(flat, holm):
@@ -83,15 +85,17 @@ def apply(
         f.p_holm = (decided or f.hyps[0]).get("p_holm") if primary else None
     size = len(flat) if primary else 0
     sizes = list(looks) if looks else [max((f.n for f in mine), default=0)]
-    alpha = rows[0].claim.level if rows else cfg["alpha"]
+    alpha = rows[0].alpha if rows else protocol.alpha
     level = alpha / (size * len(sizes)) if size else alpha
     for f in mine:
         sides = 1  # every hypothesis is one-sided (the support's, which the MDE is of)
-        f.mde = S.mde(f.n, f.sd, level, cfg["power"], sides)
+        f.mde = S.mde(f.n, f.sd, level, protocol.power, sides)
         if primary and looks:
-            f.seeds_needed = S.seeds_to_resolve(f.sd, f.margin, level, sizes, sides, cfg["power"])
+            f.seeds_needed = S.seeds_to_resolve(f.sd, f.margin, level, sizes, sides, protocol.power)
     if primary and declared and looks and len(sizes) > 1:
-        chances(mine, sizes, alpha)  # the declared study's rows are the ones seeds are added to
+        chances(
+            mine, sizes, alpha, protocol.futility
+        )  # the declared study's rows are the ones seeds are added to
     return Family(
         study,
         rows,
@@ -103,16 +107,17 @@ def apply(
     )
 
 
-def chances(mine: list[Finding], sizes: Sequence[int], alpha: float) -> None:
+def chances(
+    mine: list[Finding], sizes: Sequence[int], alpha: float, floor: Optional[float]
+) -> None:
     """Set each unresolved row's chance to resolve by the last look (sequential.resolve_chance, the
     family's other tested rows held at their p_seq; none once a row has the last look's seeds) and
-    whether the declared futility rule (claims.yaml ``sequential.futility``) stopped its seeds:
+    whether the declared futility rule (the protocol's ``futility``: ``floor``) stopped its seeds:
     its chance is below the floor, or it is a look behind the family's most-seeded row."""
     # a row's look is the seeds it ran, not those both norms completed: one whose norm diverged
     # on a look's seeds is neither behind nor short of the last look
     looked = [f.n_run or f.n for f in mine]
     open_ = [f.verdict("holm") == "unresolved" and k < sizes[-1] for f, k in zip(mine, looked)]
-    floor = futility()
     if not any(open_) or floor is None:
         return
     streams = [

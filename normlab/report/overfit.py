@@ -9,7 +9,7 @@ better and generalizes worse. The measures, per run, from its curves:
 - the valid-loss rise after its minimum, (last - min) / min in %: descriptive. Read as the claim's
   measure it is confounded by timing: a norm whose minimum comes earlier has more steps to rise;
 - the gap at the best-validation checkpoint (what a run reports), beside the gap at the last.
-A task whose LayerNorm valid loss rises less than ``regime_rise_pct`` (claims.yaml) is labelled as
+A task whose LayerNorm valid loss rises less than ``regime_rise_pct`` (the report's protocol) is labelled as
 not having reached its validation optimum in budget (descriptive).
 """
 
@@ -19,7 +19,6 @@ import statistics
 from typing import Optional
 
 from .aggregate import NORM_LABELS, Grid, data_sentence, finite, fmt
-from .claims import settings
 from .runs import Run
 from .tables import Table
 
@@ -116,11 +115,11 @@ def ln_rise(grid: Grid, column: str) -> Optional[float]:
 
 def in_regime(grid: Grid, column: str) -> Optional[bool]:
     rise = ln_rise(grid, column)
-    return None if rise is None else rise >= settings()["regime_rise_pct"]
+    return None if rise is None else rise >= grid.protocol.regime_rise_pct
 
 
 def regime_label(grid: Grid, column: str) -> str:
-    rise, limit = ln_rise(grid, column), settings()["regime_rise_pct"]
+    rise, limit = ln_rise(grid, column), grid.protocol.regime_rise_pct
     if rise is None:
         return "– (no LayerNorm runs)"
     return (
@@ -195,7 +194,7 @@ def overfitting_table(grid: Grid) -> Table:
         "mean step of the best checkpoint and of the end of training. The bias-and-gain claim is tested on the "
         "gap at the last evaluation both norms' runs of a seed have (findings): the same step for both, so "
         "how early a norm peaked cannot move it. 'regime': a task whose LayerNorm valid loss rises less than "
-        f"{settings()['regime_rise_pct']:g}% after its minimum (normlab/configs/study/claims.yaml) did not "
+        f"{grid.protocol.regime_rise_pct:g}% after its minimum ({grid.protocol.named}) did not "
         "reach its validation optimum in budget (descriptive; the gap needs no turn-up); a cell that did "
         "not train is named so there."
     )

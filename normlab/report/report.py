@@ -9,8 +9,9 @@ committed copies under results/<scale>/runs) re-creates them byte for byte.
 
 from __future__ import annotations
 
+import typing
 from pathlib import Path
-from typing import Optional, Protocol
+from typing import Optional
 
 from ..files import atomic_write_bytes
 from .aggregate import Grid
@@ -22,6 +23,7 @@ from .figures import FIGURES, figure
 from .findings import Findings
 from .gradstats import grad_table, has_probe
 from .overfit import figure_note, overfitting_table
+from .protocol import DEFAULT, Protocol
 from .regime import regime_sentence
 from .roles import reported, selection_runs
 from .run_tables import data_table, runs_table, summary_table
@@ -36,10 +38,12 @@ from .user_claims import user_findings
 __all__ = ["Campaign", "Findings", "write_report"]
 
 
-class Campaign(Protocol):
-    """A study of a paper built on the framework (normlab.campaigns): its own tables after the
-    summary, its tested findings, its own figures, and the file names it owns in a report folder."""
+class Campaign(typing.Protocol):
+    """A study of a paper built on the framework (normlab.campaigns): its test protocol, its own
+    tables after the summary, its tested findings, its own figures, and the file names it owns in
+    a report folder."""
 
+    protocol: Protocol
     table_keys: tuple[str, ...]
     figure_keys: tuple[str, ...]
 
@@ -59,6 +63,7 @@ def write_report(
     campaign: Campaign | None = None,
     claims: ClaimSet | None = None,
     reference: Reference | None = None,
+    protocol: Protocol | None = None,
 ) -> dict:
     """Write every output for ``runs`` into ``out``; returns {"tables": [...], "figures": [...], ...}.
     ``baselines(task name, task config)`` gives a task's trivial baselines for the baselines table
@@ -67,12 +72,15 @@ def write_report(
     (normlab.report.campaigns.get_campaign); ``member``: the results folder these runs are reported
     for (results/mini), which the campaign's findings may be corrected with; None: this report's
     own tests. ``claims``: a claims file's claims, tested as the report's primary family instead of
-    the campaign's; ``reference``: what the comparisons compare against (compare.Reference)."""
+    the campaign's; ``reference``: what the comparisons compare against (compare.Reference);
+    ``protocol``: the margins, alpha and gates every table and test reads (normlab.report.protocol;
+    None: the campaign's, else DEFAULT, which declares no margins)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     held_out = selection_note(runs)
     runs = reported(runs)
-    grid = Grid(runs, axis=setting_axis(runs))
+    protocol = protocol or (campaign.protocol if campaign else DEFAULT)
+    grid = Grid(runs, axis=setting_axis(runs), protocol=protocol)
     base = compute_all(grid, baselines)
     gate(grid, base)  # cells first: which did not train, before any table or test reads them
     untrained = untrained_sentence(grid)

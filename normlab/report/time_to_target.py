@@ -3,7 +3,7 @@ profile across tasks, as MLCommons AlgoPerf compares training algorithms. Descri
 here enters a claim's test.
 
 Per column (a task, with the study's axis value when it has one): the target is the median over the
-reference norm's runs (claims.yaml ``time_to_target``: LayerNorm) of each run's best validation
+reference norm's runs (the protocol's ``time_to_target``: LayerNorm) of each run's best validation
 value of the task's metric (the validation loss where the metric is not evaluated during training).
 A run reaches it at its first validation record at least as good. Seconds are training seconds,
 evaluation excluded: the steps to the target times the run's mean training step time
@@ -23,18 +23,11 @@ from typing import Optional
 
 from .aggregate import Grid, data_sentence, finite, fmt, outside
 from .axis import units
-from .claims import settings
 from .runs import Run
 from .tables import Table
 
 NOT_REACHED = math.inf
 COVERAGE = 0.9
-
-
-def protocol() -> dict:
-    """claims.yaml's ``time_to_target`` (reference norm, tau range) with its defaults."""
-    d = settings().get("time_to_target") or {}
-    return {"reference": d.get("reference", "layernorm"), "taus": tuple(d.get("taus", (1, 4)))}
 
 
 def _valid(run: Run) -> list[dict]:
@@ -118,7 +111,7 @@ def _summary(values: list[float], unit: str) -> str:
 def cells(grid: Grid) -> dict[str, tuple[str, bool, Optional[float], dict]]:
     """column -> (measure, higher is better, target or None, {row label: Cell}); columns without
     a finished run of the reference norm have no target."""
-    reference = protocol()["reference"]
+    reference = grid.protocol.reference
     out = {}
     for col in grid.columns:
         runs = [r for r in grid.column_runs(col) if r.status in ("completed", "diverged")]
@@ -149,7 +142,7 @@ def machines(runs: list[Run]) -> str:
 
 
 def time_to_target_table(grid: Grid) -> Table:
-    reference = protocol()["reference"]
+    reference = grid.protocol.reference
     table = Table(
         "time_to_target",
         "How fast each norm trains: steps and training seconds to the target",
@@ -190,7 +183,7 @@ def time_to_target_table(grid: Grid) -> Table:
 def profile(grid: Grid) -> tuple[list[float], dict[str, list[float]]]:
     """(taus, {row label: share of the columns where its median seconds are within tau times the
     column's fastest}) over the columns with a target and a norm that reached it."""
-    lo, hi = protocol()["taus"]
+    lo, hi = grid.protocol.taus
     taus = [lo + (hi - lo) * i / 60 for i in range(61)]
     ratios: dict[str, list[float]] = {}
     columns = 0

@@ -2,10 +2,10 @@
 
 A cell whose mean test metric is not better than its task's best trivial baseline (the baselines
 table: unigram and bigram bits per byte, copy-source BLEU, the majority class, the right-neighbour
-parse) by more than the metric's margin (claims.yaml ``trained_margin``) "did not train": its
+parse) by more than the metric's margin (the protocol's ``trained_margin``) "did not train": its
 numbers are shown with that label in every table and figure, and no claim test compares it, since
 a difference between a model that learned and one at the unigram level says nothing about the
-norms' effect on learning. Tasks declared outside the learning regime at a scale (claims.yaml
+norms' effect on learning. Tasks declared outside the learning regime at a scale (the protocol's
 ``not_learning``) are named in every caption through the data sentence (aggregate.data_sentence).
 
 Without baselines (no data files) nothing is gated, and the sentence says the check did not run.
@@ -18,7 +18,7 @@ from typing import Optional
 
 from .aggregate import Cell, Grid, fmt
 from .baselines import Provider, compute_all, level
-from .claims import trained_margin
+from .protocol import Protocol
 
 
 def best_baseline(rows: dict, hib: bool, split: str = "test") -> Optional[tuple[str, float]]:
@@ -34,27 +34,28 @@ def best_baseline(rows: dict, hib: bool, split: str = "test") -> Optional[tuple[
     return name, v
 
 
-def why_untrained(mean: float, metric: str, hib: bool, rows: dict) -> str:
+def why_untrained(mean: float, metric: str, hib: bool, rows: dict, tol: float) -> str:
     """Why a cell with mean test metric ``mean`` did not train ("" when it trained): where the
-    mean sits among the baselines, with the numbers."""
+    mean sits among the baselines, with the numbers. ``tol``: how much better than the best
+    baseline a trained cell is (Protocol.trained_by)."""
     best = best_baseline(rows, hib)
     if best is None:
         return ""
     name, v = best
-    tol = trained_margin(metric)
     if (mean - v if hib else v - mean) > tol:
         return ""
     where = level(mean, rows, hib, "test", tol) or f"not better than the {name} level"
     return f"{fmt(mean, metric)} {metric}: {where}; the {name} level is {fmt(v, metric)}"
 
 
-def mark(cell: Cell, baselines: dict) -> Cell:
+def mark(cell: Cell, baselines: dict, protocol: Protocol) -> Cell:
     """Set ``cell.untrained`` from its task's ``baselines`` (compute_all's value for its column)."""
     cell.untrained = ""
     metric = cell.metric
     if cell.mean is not None and baselines.get("rows") and metric == baselines.get("metric"):
         hib = cell.runs[0].higher_is_better
-        cell.untrained = why_untrained(cell.mean, metric, hib, baselines["rows"])
+        tol = protocol.trained_by(metric)
+        cell.untrained = why_untrained(cell.mean, metric, hib, baselines["rows"], tol)
     return cell
 
 
@@ -63,7 +64,7 @@ def gate(grid: Grid, base: dict[str, dict]) -> Grid:
     ``base`` (column -> the task's baselines, baselines.compute_all)."""
     grid.gated = {c: "rows" in b and bool(b["rows"]) for c, b in base.items()}
     for (column, _), cell in grid.cells.items():
-        mark(cell, base.get(column) or {})
+        mark(cell, base.get(column) or {}, grid.protocol)
     return grid
 
 
@@ -90,11 +91,11 @@ def untrained_sentence(grid: Grid) -> str:
         return ""
     cells = untrained_cells(grid)
     margins = sorted(
-        {f"{trained_margin(grid.metric(c)[0]):g} {grid.metric(c)[0]}" for c in checked}
+        {f"{grid.protocol.trained_by(grid.metric(c)[0]):g} {grid.metric(c)[0]}" for c in checked}
     )
     rule = (
         "a cell whose mean test metric is not better than its task's best trivial baseline by "
-        f"more than {', '.join(margins)} (normlab/configs/study/claims.yaml: trained_margin; "
+        f"more than {', '.join(margins)} ({grid.protocol.named}: trained_margin; "
         "baselines table)"
     )
     if not cells:

@@ -7,15 +7,15 @@ from __future__ import annotations
 from .aggregate import Grid, data_sentence
 from .claim_cells import head, num, p_text
 from .claimfile import ClaimSet
-from .claims import margins_sentence, settings
 from .family import Family, apply, tested
 from .findings import Findings
+from .protocol import Protocol
 from .tables import Table
 from .verdicts import AGAINST, RULE, SUPPORTS, UNTESTED, Finding, claim_rows, label
 
 
-def method(cs: ClaimSet, fam: Family) -> str:
-    alpha = cs.alpha if cs.alpha is not None else settings()["alpha"]
+def method(cs: ClaimSet, fam: Family, protocol: Protocol) -> str:
+    alpha = cs.alpha if cs.alpha is not None else protocol.alpha
     return (
         f"Method: the claims of {cs.path} are this report's primary family: {fam.tested_rows} "
         f"tested row(s), one per claim and task, their {fam.size} hypotheses adjusted together by "
@@ -23,8 +23,8 @@ def method(cs: ClaimSet, fam: Family) -> str:
         "runs by seed (Welch where no seed pairs) and tests the per-seed differences, signed so "
         f"that positive is as claimed. {RULE} A gap claim compares the generalization gap (valid "
         "loss minus the recent train loss) at the last evaluation both "
-        f"runs have. alpha = {alpha:g}; MDE at alpha / m with {settings()['power']:.0%} power. "
-        f"Margins: each claim's own, else its file's, else: {margins_sentence()}"
+        f"runs have. alpha = {alpha:g}; MDE at alpha / m with {protocol.power:.0%} power. "
+        f"Margins: each claim's own, else its file's, else: {protocol.margins_sentence()}"
     )
 
 
@@ -37,7 +37,7 @@ def claims_table(grid: Grid, cs: ClaimSet, fam: Family) -> Table:
     )
     for f in fam.rows:
         t.rows.append([*head(f), num(f.mde, f.unit), p_text(f.p), p_text(f.p_holm), f.sentence])
-    t.caption = method(cs, fam)
+    t.caption = method(cs, fam, grid.protocol)
     t.notes = [s for s in (_missing(grid, cs, fam.rows), data_sentence(grid)) if s]
     return t
 
@@ -67,7 +67,9 @@ def _line(cs_rows: list[Finding]) -> str:
 def user_findings(grid: Grid, cs: ClaimSet) -> tuple[Findings, Family]:
     """The findings of ``cs`` on ``grid``: the claims table and one index line per claim."""
     rows = claim_rows(grid, cs.claims)
-    fam = apply(cs.name, rows, primary=True, declared=True, order=[c.key for c in cs.claims])
+    fam = apply(
+        cs.name, rows, grid.protocol, primary=True, declared=True, order=[c.key for c in cs.claims]
+    )
     lines = []
     for c in cs.claims:
         mine = [f for f in rows if f.claim is c]
@@ -88,4 +90,4 @@ def user_findings(grid: Grid, cs: ClaimSet) -> tuple[Findings, Family]:
         f"- Primary family: the {n} tested row(s) of {cs.path}, their {fam.size} hypotheses "
         "Holm-adjusted together."
     )
-    return Findings([claims_table(grid, cs, fam)], lines, method(cs, fam)), fam
+    return Findings([claims_table(grid, cs, fam)], lines, method(cs, fam, grid.protocol)), fam

@@ -18,7 +18,7 @@ A row's p-values are corrected with its family's (family.py: Holm over every hyp
 tested row), so no verdict word is read from a raw CI. Runs whose seeds do not pair (two cells run
 with different seeds) are compared unpaired (Welch), and the row says so. Cells first: a row where
 either cell did not train (report.trained), or whose task is declared outside the learning regime
-at its scale (claims.yaml ``not_learning``), has no test. A cell that diverged in every run while
+at its scale (the protocol's ``not_learning``), has no test. A cell that diverged in every run while
 the other completed decides the row without a test.
 """
 
@@ -34,9 +34,8 @@ from . import hypotheses as H
 from . import stats as S
 from .aggregate import NORM_LABELS, Cell, Grid, fmt
 from .axis import task_of
-from .claims import margin as declared_margin
-from .claims import not_learning, settings
 from .overfit import gap_at_step, last_valid_step, losses_at_step
+from .protocol import Protocol
 
 
 @dataclass(frozen=True)
@@ -53,21 +52,21 @@ class Claim:
     measure: str
     source: str = ""
     # a claims file's own: its margin, else its file's per measure (margins: (measure, value)
-    # pairs), else claims.yaml's; its alpha; the tasks it is tested on (empty: every task both ran)
+    # pairs), else the report's protocol's; its alpha (else the protocol's); the tasks it is
+    # tested on (empty: every task both ran)
     margin: Optional[float] = None
     alpha: Optional[float] = None
     tasks: tuple = ()
     margins: tuple = ()
 
-    def margin_of(self, unit: Optional[str]) -> Optional[float]:
+    def margin_of(self, unit: Optional[str], protocol: Protocol) -> Optional[float]:
         if self.margin is not None:
             return self.margin
         own = dict(self.margins).get(unit or "")
-        return own if own is not None else declared_margin(unit)
+        return own if own is not None else protocol.margin(unit)
 
-    @property
-    def level(self) -> float:
-        return self.alpha if self.alpha is not None else settings()["alpha"]
+    def level(self, protocol: Protocol) -> float:
+        return self.alpha if self.alpha is not None else protocol.alpha
 
 
 SUPPORTS = {"better", "larger", "non-inferior", "overfits"}
@@ -102,6 +101,7 @@ class Finding:
     claim: Claim
     column: str
     unit: str = ""
+    alpha: float = 0.05  # the claim's level (its own, else the protocol's)
     sentence: str = ""
     # a verdict without a test: divergence, did not train, not learning, too few runs
     decided: str = ""
@@ -146,7 +146,7 @@ class Finding:
         for cls in H.PRECEDENCE:
             for h in self.hyps:
                 p = self._p(h, kind)
-                if h["cls"] == cls and p is not None and p < self.claim.level:
+                if h["cls"] == cls and p is not None and p < self.alpha:
                     return h
         return None
 
@@ -272,13 +272,15 @@ def evaluate_cells(
     B: Cell,
     column: str,
     metric_of: tuple[Optional[str], bool],
+    protocol: Protocol,
     looks: Optional[Sequence[int]] = None,
     paper: str = "–",
 ) -> Optional[Finding]:
     """The finding for ``claim`` on cells ``A`` (its a) and ``B`` (its b) of ``column``, before any
-    family's correction; None when either has no runs. ``looks``: the seed counts at which rows
-    may gain seeds (claims.yaml ``sequential``): each hypothesis's p_seq then holds under optional
-    stopping; None: the seeds are fixed."""
+    family's correction; None when either has no runs. ``protocol``: the margins, alpha and the
+    tasks outside the learning regime; ``looks``: the seed counts at which rows may gain seeds (a
+    sequential family's): each hypothesis's p_seq then holds under optional stopping; None: the
+    seeds are fixed."""
     if not A.runs or not B.runs:
         return None
     metric, hib = metric_of
@@ -287,14 +289,14 @@ def evaluate_cells(
     steps = common_steps(A, B) if claim.measure != "metric" else None
     va, vb = _values(A, claim, steps), _values(B, claim, steps)
     la, lb = label(claim.a), label(claim.b)
-    f = Finding(claim, column, unit, n_a=len(va), n_b=len(vb), paper=paper)
+    f = Finding(claim, column, unit, claim.level(protocol), n_a=len(va), n_b=len(vb), paper=paper)
     div = "".join(
         f"; {lbl} diverged in {c.count('diverged')}/{c.n}"
         for lbl, c in ((la, A), (lb, B))
         if c.count("diverged")
     )
     first = (A.runs + B.runs)[0]
-    if why := not_learning(first.task, first.scale):
+    if why := protocol.outside(first.task, first.scale):
         f.decided, f.sentence = "not learning", f"{first.task}: {why}: no test"
         return f
     untrained = [
@@ -318,11 +320,11 @@ def evaluate_cells(
                 f"no completed runs to compare (n = {len(va)}/{len(vb)}){div}",
             )
         return f
-    f.margin = claim.margin_of(unit)
+    f.margin = claim.margin_of(unit, protocol)
     n_streams = H.streams_of(claim.form)
     seeds = sorted(set(va) & set(vb))
     if len(seeds) < 2 and len(va) >= 2 and len(vb) >= 2:
-        return _unpaired(f, va, vb, sign, div)
+        return _unpaired(f, va, vb, sign, div, protocol)
     unpaired = sorted(set(va) ^ set(vb))
     # one list of per-seed differences per stream; the last is the one shown (the valid loss's)
     d = [[sign * (va[s][c] - vb[s][c]) for s in seeds] for c in range(n_streams)]
@@ -381,6 +383,9 @@ def evaluate_cells(
         if not row.n:
             f.diff = f.diff_train = None
         return f
+    if f.margin is None:
+        f.decided, f.sentence = "no test", f"{no_margin(unit, protocol)}; {what}{left}{div}"
+        return f
     if not f.hyps:
         f.decided, f.sentence = (
             "no test",
@@ -392,7 +397,15 @@ def evaluate_cells(
     return f
 
 
-def _unpaired(f: Finding, va: dict, vb: dict, sign: float, div: str) -> Finding:
+def no_margin(unit: str, protocol: Protocol) -> str:
+    """Why a row has no test when no margin is declared for its measure."""
+    return (
+        f"no margin is declared for {unit} ({protocol.named}): the estimate and its 90% CI only, "
+        "no verdict (a protocol with margins: normlab-report --protocol FILE)"
+    )
+
+
+def _unpaired(f: Finding, va: dict, vb: dict, sign: float, div: str, protocol: Protocol) -> Finding:
     """Two cells whose seeds do not pair: Welch's tests of the two samples (signed as claimed)."""
     n_streams = H.streams_of(f.claim.form)
     xa = [[sign * v[c] for v in va.values()] for c in range(n_streams)]
@@ -401,7 +414,10 @@ def _unpaired(f: Finding, va: dict, vb: dict, sign: float, div: str) -> Finding:
     row = S.welch_by_form(xa[-1], xb[-1], shown, f.margin)
     f.n, f.diff, f.sd, f.t, f.ci90 = row.n, row.diff, row.sd, row.t, row.ci90
     streams = [_welch(a, b) for a, b in zip(xa, xb)]
-    if any(st is None for st in streams) or f.margin is None:
+    if f.margin is None:
+        f.decided, f.sentence = "no test", f"{no_margin(f.unit, protocol)}; unpaired{div}"
+        return f
+    if any(st is None for st in streams):
         f.decided = "no test"
         f.sentence = f"no spread in either norm's runs, Welch's test is undefined{div}"
         return f
@@ -431,7 +447,9 @@ def evaluate(
     if claim.tasks and task_of(column) not in claim.tasks:
         return None
     A, B = grid.norm_cell(column, claim.a), grid.norm_cell(column, claim.b)
-    return evaluate_cells(claim, A, B, column, grid.metric(column), looks, paper(claim, column))
+    return evaluate_cells(
+        claim, A, B, column, grid.metric(column), grid.protocol, looks, paper(claim, column)
+    )
 
 
 def claim_rows(grid: Grid, claims: Sequence[Claim], **kw) -> list[Finding]:

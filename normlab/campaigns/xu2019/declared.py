@@ -11,11 +11,11 @@ import json
 from pathlib import Path
 from typing import Iterable, NamedTuple, Optional
 
-from ...config_keys import CONFIGS
 from ...gitinfo import REPO, GitError, git
 from .findings import CLAIMS_FILE
+from .protocol import FILE as PROTOCOL_FILE
 
-FILES = (CONFIGS / "study" / "claims.yaml", CLAIMS_FILE)
+FILES = (PROTOCOL_FILE, CLAIMS_FILE)
 
 
 class Declared(NamedTuple):

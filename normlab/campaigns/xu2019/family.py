@@ -1,4 +1,4 @@
-"""The family of tests Holm adjusts: the primary family, declared in claims.yaml.
+"""The family of tests Holm adjusts: the primary family, declared in claims.yaml (protocol.py).
 
 The primary family (claims.yaml ``primary``) is every tested claim row of the primary study's
 results folder (the fixed-lr study: one row per task and claim). Holm adjusts every hypothesis of
@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Optional
 
 from ...config_keys import CONFIGS
-from ...report.claims import settings
 from ...report.family import Family, sign_tests
 from ...report.family import apply as _apply
 from ...report.tables import Table
 from .declared import declared
 from .findings import CLAIMS, Finding, look_sizes
+from .protocol import protocol, settings
 from .studies import STUDIES
 
 __all__ = ["Family", "apply", "build", "family_sentence", "family_table", "sign_tests"]
@@ -29,7 +29,7 @@ __all__ = ["Family", "apply", "build", "family_sentence", "family_table", "sign_
 def apply(study: str, rows: list[Finding], primary: bool, declared: bool) -> Family:
     """The report's family correction (normlab.report.family.apply) with the campaign's looks: a
     primary row may gain seeds, so its MDE is at alpha / (m K) and it has seeds to resolve."""
-    return _apply(study, rows, primary, declared, look_sizes(), [c.key for c in CLAIMS])
+    return _apply(study, rows, protocol(), primary, declared, look_sizes(), [c.key for c in CLAIMS])
 
 
 def folders(scale: str) -> dict[str, str]:

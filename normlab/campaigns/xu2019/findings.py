@@ -16,10 +16,10 @@ from typing import Optional
 from ...report import stats as S
 from ...report.aggregate import Grid
 from ...report.claimfile import load
-from ...report.claims import settings
 from ...report.verdicts import AGAINST, SUPPORTS, UNTESTED, Claim, Finding, claim_rows
 from ...report.verdicts import evaluate as _evaluate
 from . import published as P
+from .protocol import settings
 
 __all__ = [
     "AGAINST",

@@ -19,6 +19,7 @@ from typing import Optional
 
 from ...files import atomic_write_bytes
 from .findings import CLAIMS, Finding
+from .protocol import protocol
 
 FILE = "findings.json"
 # 2: rows of cells that did not train, or of tasks not learning, are decided untested;
@@ -27,8 +28,8 @@ FILE = "findings.json"
 # 5: each row's look (the seeds either norm ran), which the futility rule reads
 # 6: every row's hypotheses (support, refutation, negligibility), each with its look-spent p
 VERSION = 6
-# set by family.apply over the family: not the folder's own
-ADJUSTED = ("primary", "p_holm", "mde", "seeds_needed", "resolve_chance", "stopped")
+# set by family.apply over the family: not the folder's own; and the level, the protocol's
+ADJUSTED = ("primary", "p_holm", "mde", "seeds_needed", "resolve_chance", "stopped", "alpha")
 
 
 def runs_digest(runs: Path) -> str:
@@ -54,7 +55,7 @@ def _finding(d: dict) -> Finding:
     d = dict(d, claim=claims[d["claim"]], hyps=[dict(h) for h in d.get("hyps", [])])
     if d.get("ci90") is not None:
         d["ci90"] = tuple(d["ci90"])
-    return Finding(**d)
+    return Finding(**d, alpha=d["claim"].level(protocol()))
 
 
 def write(out: Path, findings: list[Finding], key: Optional[dict]) -> Path:

@@ -10,11 +10,11 @@ from ...report.aggregate import Grid, data_sentence
 from ...report.axis import COLUMNS
 from ...report.axis import units as _units
 from ...report.claim_cells import head, num, p_text
-from ...report.claims import futility, margins_sentence, settings
 from ...report.tables import Table
 from ...report.verdicts import NEGLIGIBLE, RULE
 from .family import Family, family_sentence
 from .findings import AGAINST, CLAIMS, SUPPORTS, UNTESTED, Finding, look_sizes
+from .protocol import protocol
 
 
 def _seeds(f: Finding) -> str:
@@ -35,7 +35,7 @@ def _chance(f: Finding) -> str:
 def method(fam: Family) -> str:
     """The caption in the NeurIPS checklist's terms: what varies between runs, the test and its
     assumption, what the ± and the CI are, n, alpha and m."""
-    a, power = settings()["alpha"], settings()["power"]
+    a, power = protocol().alpha, protocol().power
     return (
         "Method: per claim and task, the two norms' runs paired by seed; the seed is the source of "
         "variability (parameter initialization, data order and, where a task trains on a seeded "
@@ -56,13 +56,13 @@ def method(fam: Family) -> str:
         "to resolve by the last look if every such row kept gaining seeds, under the posterior "
         "predictive of its differences "
         "(mean and SD drawn from its seeds so far); a row below the declared futility floor "
-        f"({futility()}) gains no more seeds and stays unresolved "
+        f"({protocol().futility}) gains no more seeds and stays unresolved "
         "('stopped', as is a row a look behind the family's most-seeded one); the rule only "
         "withholds seeds, so the error rate holds. "
         "The overfitting claim's train loss is the mean of the last 10% of steps before the "
         "evaluation, both losses at the last evaluation both runs have, the same step for both "
         "norms. "
-        f"{margins_sentence()} Test metric: each run's best-validation checkpoint. 'paper' = the "
+        f"{protocol().margins_sentence()} Test metric: each run's best-validation checkpoint. 'paper' = the "
         "published difference in the same direction (Tables 1-3)."
     )
 
@@ -177,7 +177,7 @@ def _stopped(mine: list[Finding]) -> str:
         return ""
     return (
         f" Unresolved with no more seeds (futility: chance to resolve by {look_sizes()[-1]} seeds "
-        f"below {futility()}): {', '.join(cols)}."
+        f"below {protocol().futility}): {', '.join(cols)}."
     )
 
 

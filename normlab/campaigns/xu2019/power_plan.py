@@ -14,8 +14,8 @@ from typing import NamedTuple, Optional
 
 from ...report import hypotheses as H
 from ...report import stats as S
-from ...report.claims import settings
 from .findings import CLAIMS
+from .protocol import protocol
 
 
 class Row(NamedTuple):
@@ -48,7 +48,7 @@ def plan(decl) -> tuple[list[Row], float]:
     looks = list(decl["looks"])
     level = float(decl.content.get("alpha", 0.05)) / (m * len(looks))
     pilot = pilot_rows(Path(decl["pilot"])) if decl.content.get("pilot") else {}
-    power = settings()["power"]
+    power = protocol().power
     out = []
     for claim, task in cells:
         r = pilot.get((claim, task))
@@ -89,7 +89,7 @@ def lines(decl) -> list[str]:
     rows, level = plan(decl)
     pilot = decl.content.get("pilot") or "none declared"
     out = [
-        f"power (pilot {pilot}; {settings()['power']:.0%} power at alpha / (m K) = {level:.3g}, "
+        f"power (pilot {pilot}; {protocol().power:.0%} power at alpha / (m K) = {level:.3g}, "
         f"looks {decl['looks']}):"
     ]
     for r in rows:

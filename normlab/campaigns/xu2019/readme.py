@@ -11,12 +11,12 @@ import csv
 import json
 from pathlib import Path
 
-from ...report.claims import margins_sentence
 from .declared import declared
 from .family import folders
 from .findings import CLAIMS
 from .findings_text import outcome
 from .folder_readme import added_seeds_text
+from .protocol import protocol
 from .studies import out_folder
 
 BEGIN, END = (
@@ -276,7 +276,7 @@ def section(root: Path, full: bool = True) -> str:
         "",
         *claims_table(root),
         "",
-        margins_sentence()
+        protocol().margins_sentence()
         + " 'rows the design can resolve': the minimum detectable effect (80% power at the "
         "primary family's alpha / m, at alpha for a secondary study) is at most the margin.",
         "",

@@ -13,9 +13,9 @@ from typing import Optional
 
 from ...report import record as provenance
 from ...report import roles
-from ...report.claims import settings
 from ...study.staging import staging_dir
 from .paper_tables import TABLES
+from .protocol import settings
 from .studies import DRIVER, STUDIES, out_folder
 
 USAGE = f"{DRIVER} [--study fixed|prenorm|placement|tuned] [options] [-- overrides]"

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
+from ...report import Protocol
 from ...report.aggregate import Grid, data_sentence
 from ...report.report import Findings
 from ...report.tables import Table
@@ -16,12 +17,17 @@ from .findings import findings
 from .findings_text import findings_table, method, sign_table, summary_lines
 from .paper_figures import PAPER_FIGURES, paper_figure
 from .paper_tables import TABLES, paper_tables
+from .protocol import protocol
 from .tuned import member_key
 
 
 class Xu2019:
     table_keys = (*TABLES, "findings", "family", "sign_tests")
     figure_keys = tuple(PAPER_FIGURES)
+
+    @property
+    def protocol(self) -> Protocol:
+        return protocol()
 
     def tables(self, grid: Grid) -> list[Table]:
         return paper_tables(grid)

@@ -18,12 +18,12 @@ from typing import Optional
 from ...make_report import provider_for
 from ...report.aggregate import Grid
 from ...report.axis import task_of
-from ...report.claims import futility, settings
 from ...report.trained import gate_with
 from ...study.fixed_grid import FixedGrid
 from ...study.grid import Job
 from .family import apply
 from .findings import added_seeds, findings, look_sizes
+from .protocol import protocol, settings
 
 
 class SequentialGrid(FixedGrid):
@@ -47,7 +47,7 @@ class SequentialGrid(FixedGrid):
         key = frozenset(jobs)
         if key not in self._open:
             runs = [r for j in jobs if (r := self.final_run(j)) is not None]
-            grid = gate_with(Grid(runs), provider_for(runs))
+            grid = gate_with(Grid(runs, protocol=protocol()), provider_for(runs))
             rows = findings(grid)
             apply(settings()["primary"], rows, primary=True, declared=True)
             seeds: dict[tuple, set] = {}
@@ -75,7 +75,7 @@ class SequentialGrid(FixedGrid):
 
     def futility_lines(self) -> list[str]:
         """The unresolved rows the declared futility rule stopped, at the last look read."""
-        floor = futility()
+        floor = protocol().futility
         lines = []
         if self.stopped:
             rows = ", ".join(

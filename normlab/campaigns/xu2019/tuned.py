@@ -17,7 +17,6 @@ from ...files import atomic_write_bytes
 from ...make_report import provider_for
 from ...report.aggregate import NORM_LABELS, Cell, Grid, data_sentence, fmt
 from ...report.baselines import baselines_table, compute_all
-from ...report.claims import margins_sentence, settings
 from ...report.record import read as read_record
 from ...report.roles import reported
 from ...report.runs import Run, find_runs
@@ -27,6 +26,7 @@ from . import findings_record
 from .family import Family, apply, build, family_sentence, family_table, folders, locate
 from .findings import findings
 from .findings_text import findings_table, sign_table, summary_lines
+from .protocol import protocol, settings
 from .tuned_lr_table import lr_grid_table
 from .tuned_protocol import (  # noqa: F401  (the protocol, re-exported for the report's callers)
     EXTEND,
@@ -72,7 +72,7 @@ def tuned_table(sw: Sweep, trivial: Optional[dict] = None) -> Table:
         lr, base = sw.chosen(key), sw.preset.get(key)
         fixed, own = Cell(sw.runs_at(key, base)), Cell(sw.runs_at(key, lr))
         for c in (fixed, own):
-            mark(c, (trivial or {}).get(key[0]) or {})
+            mark(c, (trivial or {}).get(key[0]) or {}, protocol())
         t.rows.append(
             [
                 key[0],
@@ -146,7 +146,7 @@ def survives_table(fixed: Family, tuned: Family) -> Table:
         f"Each claim's verdict with every norm at the preset lr (fixed: {family_sentence(fixed)}) "
         f"and at its own chosen lr ({family_sentence(tuned)}); 'diff' = mean paired difference in "
         "the claimed direction (positive = as claimed); '–' = no fixed-lr row for that claim and "
-        "task. " + margins_sentence()
+        "task. " + protocol().margins_sentence()
     )
     return t
 
@@ -193,8 +193,8 @@ def member_findings(study: str, folder: Path) -> list:
     provider = provider_for(runs)
     if study == "tuned":
         sw = Sweep(runs, grid_factors(), recorded_extend(folder))
-        return findings(gate_with(Grid(tuned_runs(sw)), provider))
-    return findings(gate_with(Grid(reported(runs)), provider))
+        return findings(gate_with(Grid(tuned_runs(sw), protocol=protocol()), provider))
+    return findings(gate_with(Grid(reported(runs), protocol=protocol()), provider))
 
 
 def write_tuned_report(
@@ -211,7 +211,8 @@ def write_tuned_report(
     out.mkdir(parents=True, exist_ok=True)
     sw = Sweep(runs, factors, extend)
     provider = provider_for(runs)
-    tuned_grid, fixed_grid = Grid(tuned_runs(sw)), Grid(fixed_runs(sw))
+    tuned_grid = Grid(tuned_runs(sw), protocol=protocol())
+    fixed_grid = Grid(fixed_runs(sw), protocol=protocol())
     # cells first: the baselines of every task of the study, the tuned and fixed cells gated on them
     base = compute_all(sw.grid, provider)
     for g in (tuned_grid, fixed_grid):

@@ -13,6 +13,7 @@ from ...report.norm_cards import sort_key as norm_sort_key
 from ...report.roles import reported, selection_seeds
 from ...report.runs import Run
 from ...rundir import criterion as summary_criterion
+from .protocol import protocol
 from .studies import STUDIES
 
 EXTEND = 2  # at most this many 2x steps beyond each edge of the planned grid
@@ -91,7 +92,7 @@ class Sweep:
             self.by.setdefault((r.task, r.norm), {}).setdefault(float(lr_of(r)), {})[r.seed] = r
             if not r.setting:
                 self.preset[(r.task, r.norm)] = float(lr_of(r))
-        self.grid = Grid(runs)
+        self.grid = Grid(runs, protocol=protocol())
 
     def lrs(self, key) -> list[float]:
         base = self.preset.get(key)
