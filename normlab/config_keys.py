@@ -45,3 +45,29 @@ CELL_FREE_KEYS = ("seed", "name", *RUNTIME_KEYS)
 # Keys that describe a run and never change what it computes (how reports show its norm): a
 # resumed run or a run folder's name ignores them, so editing a label retrains nothing.
 DESCRIPTIVE_KEYS = ("norm.display",)
+
+# Nested keys that cannot change a result though they sit among keys that do: how often extra
+# checkpoints are written between evaluations (writing one draws no random number, moves no
+# batch and changes no state; a run with another value is bitwise equal, tests/test_resume.py).
+# A run folder's name, a resumed run's same-experiment check and a table cell ignore them, so a
+# run restarted with another value resumes its own folder.
+RESULT_FREE_KEYS = ("task.train.checkpoint_every",)
+
+# The nested keys every "same experiment?" question ignores.
+IGNORED_KEYS = (*DESCRIPTIVE_KEYS, *RESULT_FREE_KEYS)
+
+
+def without(config: dict, dotted: tuple = IGNORED_KEYS) -> dict:
+    """A copy of ``config`` without the nested ``dotted`` keys (the others shared, not copied)."""
+    out = dict(config)
+    for key in dotted:
+        *parents, leaf = key.split(".")
+        node = out
+        for p in parents:
+            if not isinstance(node.get(p), dict):
+                break
+            node[p] = dict(node[p])
+            node = node[p]
+        else:
+            node.pop(leaf, None)
+    return out

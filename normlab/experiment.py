@@ -4,7 +4,7 @@ run was written, at the value that does what the code did before them."""
 
 from __future__ import annotations
 
-from .config_keys import DESCRIPTIVE_KEYS, RUNTIME_KEYS
+from .config_keys import IGNORED_KEYS, RUNTIME_KEYS
 from .schema import default
 
 # Keys added after runs were already on disk, with the value that does what the code did before
@@ -29,13 +29,14 @@ _MISSING = object()
 
 
 def same_experiment(a: dict, b: dict) -> list[str]:
-    """Dotted keys whose values differ, ignoring runtime-only keys; ``a`` is the config on disk."""
+    """Dotted keys whose values differ, ignoring runtime-only keys and those that cannot change a
+    result (config_keys.IGNORED_KEYS); ``a`` is the config on disk."""
     diffs = []
 
     def walk(x, y, prefix):
         if isinstance(x, dict) and isinstance(y, dict):
             for k in sorted(set(x) | set(y)):
-                if (not prefix and k in RUNTIME_KEYS) or f"{prefix}{k}" in DESCRIPTIVE_KEYS:
+                if (not prefix and k in RUNTIME_KEYS) or f"{prefix}{k}" in IGNORED_KEYS:
                     continue
                 walk(x.get(k, _MISSING), y.get(k, _MISSING), f"{prefix}{k}.")
         elif x is _MISSING and ADDED_KEYS.get(prefix.rstrip("."), _MISSING) == y:

@@ -5,8 +5,9 @@ report's rows and the wandb run name, so that a sweep over any key gives every p
 It is a diff of the job's config against the config Hydra composes for the same task, norm and
 scale with no other override, so it does not matter how a value was set (``key=``, a dict
 override, ``+key=``, an experiment file) and a value set to its default adds nothing.
-Excluded: the grid keys (task, norm, scale, seed), the experiment ``name`` and runtime keys that
-do not change a result (paths, logger, device, progress, threads, compile).
+Excluded: the grid keys (task, norm, scale, seed), the experiment ``name``, runtime keys that
+do not change a result (paths, logger, device, progress, threads, compile) and the nested keys
+that cannot (config_keys.IGNORED_KEYS: the norm's display card, checkpoint_every).
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from .config_keys import DESCRIPTIVE_KEYS, RUNTIME_KEYS
+from .config_keys import IGNORED_KEYS, RUNTIME_KEYS
 
 DELETED = "~"  # a key of the defaults that the job removed (~key on the command line)
 # The grid keys, the experiment name, and the keys a resumed run may change (config_keys.RUNTIME_KEYS:
 # paths, logger, device, progress, threads, compile; compiled == eager is tested).
-EXCLUDED = {"task.name", "norm.name", "scale", "seed", "name", *RUNTIME_KEYS, *DESCRIPTIVE_KEYS}
+EXCLUDED = {"task.name", "norm.name", "scale", "seed", "name", *RUNTIME_KEYS, *IGNORED_KEYS}
 MAX_SEGMENT = 120
 
 

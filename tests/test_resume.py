@@ -25,9 +25,8 @@ ARGS = [
     "task.train.checkpoint_every=2",
     "task.train.eval_every=5",
 ]
-RUN = (
-    "runs/smoke/default/synthetic_cls/layernorm/checkpoint_every=2,eval_every=5,max_steps=16/seed1"
-)
+# checkpoint_every cannot change a result, so it does not name the folder (config_keys.RESULT_FREE_KEYS)
+RUN = "runs/smoke/default/synthetic_cls/layernorm/eval_every=5,max_steps=16/seed1"
 TIMING = ("examples_per_s", "tokens_per_s")
 
 
@@ -99,6 +98,23 @@ def test_kill_mid_checkpoint_write_mid_eval_mid_step_then_resume_is_bitwise_equa
             "head.weight"
         ],
     )
+
+
+def test_a_run_resumed_with_another_checkpoint_every_resumes_its_own_folder(
+    reference, tmp_path, monkeypatch
+):
+    """Killed after step 9 (its last checkpoint at step 8), re-run with checkpoints every 3 steps
+    instead of 2: the same folder resumes from step 8, and the run ends equal to the one never
+    interrupted, which wrote its checkpoints at other steps."""
+    run = cli_with_fault(tmp_path, monkeypatch, "kill:step:9")
+    ck = run / "checkpoints"
+    assert torch.load(ck / "last.pt", weights_only=True)["state"]["step"] == 8
+    other = [a for a in ARGS if "checkpoint_every" not in a] + ["task.train.checkpoint_every=3"]
+    out = run_cli(other, tmp_path)
+    assert f"resuming from step 8 (checkpoint {ck / 'last.pt'})" in out.stdout, out.stdout
+    assert sorted(p.name for p in (tmp_path / RUN).parent.parent.iterdir()) == [run.parent.name]
+    assert curves(run) == curves(reference)
+    assert results(run) == results(reference)
 
 
 def test_sigkill_from_outside_at_an_unplanned_moment(reference, tmp_path):
@@ -356,3 +372,21 @@ def test_a_checkpoint_of_another_run_is_refused_with_one_line(tmp_path, monkeypa
     # its own checkpoint resumes as before
     (ck / "last.pt").write_bytes(mine)
     assert run_cli(ARGS, tmp_path).returncode == 0
+
+
+def test_only_a_key_that_cannot_change_a_result_is_ignored_by_resume_and_by_a_table_cell(tmp_path):
+    from normlab.experiment import same_experiment
+    from normlab.report.runs import Run
+
+    def cfg(lr=0.002, every=0, label="LayerNorm"):
+        train = {"lr": lr, "checkpoint_every": every}
+        return {"seed": 1, "task": {"name": "rt", "train": train}, "norm": {"display": label}}
+
+    assert same_experiment(cfg(), cfg(every=50, label="LN")) == []
+    assert same_experiment(cfg(), cfg(lr=0.004, every=50)) == ["task.train.lr"]
+    kept = cfg(every=50)
+    one, other = Run(tmp_path, cfg(), {}), Run(tmp_path, kept, {})
+    assert (
+        one.fingerprint() == other.fingerprint() != Run(tmp_path, cfg(lr=0.004), {}).fingerprint()
+    )
+    assert kept == cfg(every=50)  # the run's config is left as it was

@@ -15,7 +15,7 @@ from typing import Iterable, Optional
 
 import yaml
 
-from ..config_keys import CELL_FREE_KEYS
+from ..config_keys import CELL_FREE_KEYS, without
 from ..exitcodes import STOPPED
 from ..files import RefusedYaml, atomic_write_bytes, read_yaml, whole_dir
 from ..rundir import FINAL, read_curves
@@ -107,9 +107,7 @@ class Run:
 
     def fingerprint(self) -> str:
         """The config without seed and runtime keys: runs in one table cell should share it."""
-        cfg = {k: v for k, v in self.config.items() if k not in CELL_FREE_KEYS}
-        if isinstance(cfg.get("norm"), dict):  # its look in reports changes no result
-            cfg["norm"] = {k: v for k, v in cfg["norm"].items() if k != "display"}
+        cfg = without({k: v for k, v in self.config.items() if k not in CELL_FREE_KEYS})
         return json.dumps(cfg, sort_keys=True, default=str)
 
 
