@@ -44,6 +44,13 @@ def sweep(root):
     return find_runs([root])
 
 
+def margins(tmp_path) -> list[str]:
+    """A protocol with an accuracy margin of 0.2 (the report's default declares none)."""
+    path = tmp_path / "protocol.yaml"
+    path.write_text("margins: {acc: 0.2}\n")
+    return ["--protocol", str(path)]
+
+
 def rows_of(path):
     with open(path, newline="") as f:
         return [r for r in csv.DictReader(f) if next(iter(r.values())) != "caption"]
@@ -53,7 +60,8 @@ def test_every_norm_is_compared_with_layernorm_per_task_and_holm_adjusts_the_rep
     tmp_path, capsys
 ):
     sweep(tmp_path / "runs")
-    assert cli_main([str(tmp_path / "runs"), "--out", str(tmp_path / "rep"), "--no-figures"]) == 0
+    argv = [str(tmp_path / "runs"), "--out", str(tmp_path / "rep"), "--no-figures"]
+    assert cli_main([*argv, *margins(tmp_path)]) == 0
     printed = capsys.readouterr().out
     assert "Comparisons: each norm against LayerNorm" in printed
     rows = rows_of(tmp_path / "rep" / "comparisons.csv")
@@ -99,7 +107,7 @@ def test_a_claims_file_is_the_primary_family_and_the_comparisons_become_explorat
         "  - {a: rmsnorm, b: layernorm, form: 'A ≥ B', margin: 1.0, tasks: [sst2]}\n"
     )
     argv = [str(tmp_path / "runs"), "--out", str(tmp_path / "rep"), "--no-figures"]
-    assert cli_main([*argv, "--claims", str(claims)]) == 0
+    assert cli_main([*argv, "--claims", str(claims), *margins(tmp_path)]) == 0
     rows = rows_of(tmp_path / "rep" / "claims.csv")
     assert [(r["claim"], r["task"]) for r in rows] == [
         ("mine beats LayerNorm", "rt"),
@@ -141,7 +149,7 @@ def test_a_claims_file_is_the_primary_family_and_the_comparisons_become_explorat
     index = (tmp_path / "rep" / "report.md").read_text()
     assert f"Primary family: the 3 tested row(s) of {claims}" in index
     # the same runs without the file: the comparisons are the family again
-    assert cli_main([*argv]) == 0
+    assert cli_main([*argv, *margins(tmp_path)]) == 0
     assert not (tmp_path / "rep" / "claims.csv").exists()
     assert all(r["p Holm"] != "–" for r in rows_of(tmp_path / "rep" / "comparisons.csv"))
 

@@ -54,7 +54,7 @@ def staged_readme(
                 + (f", about {more} more once their lr is chosen" if more else "")
                 + ". No table is written until the study is complete; then these copies "
                 f"replace the reported ones in `{rel(out)}/runs`.",
-                f"- Look at them meanwhile: `normlab-report {rel(stage)}/runs --out /tmp/partial`",
+                f"- Look at them meanwhile: `normlab-report {rel(stage)}/runs --campaign xu2019 --out /tmp/partial`",
                 f"- Continue: `{rec['make']}` (or `make grid-start STUDY={study}`)",
                 f"- Seeds: selection {seed_lists['selection']}, evaluation "
                 f"{own_evaluation(rec) or seed_lists['evaluation']} (normlab/configs/study/seeds.yaml)",
@@ -146,7 +146,7 @@ def readme(rec: dict, out: Path, shown: Optional[str] = None) -> str:
             f"{hw}; Python {m.get('python')}, torch {m.get('torch')}; `{x['command']}`"
         )
     lines += [
-        f"- Re-create the tables from the copies of the runs: `normlab-report {shown}/runs --out /tmp/report`",
+        f"- Re-create the tables from the copies of the runs: `normlab-report {shown}/runs --campaign xu2019 --out /tmp/report`",
         "",
     ]
     report = out / "report.md"

@@ -114,9 +114,12 @@ class Fixed:
 
     def write_report(self, runs: list) -> dict:
         from ...make_report import report
+        from .sections import CAMPAIGN
 
         r = self.r
-        return report(runs, r.out, figures=r.figures, member=Path(r.record_out or r.out))
+        return report(
+            runs, r.out, figures=r.figures, member=Path(r.record_out or r.out), campaign=CAMPAIGN
+        )
 
 
 class Tuned(Fixed):
