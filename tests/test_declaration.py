@@ -187,3 +187,34 @@ def test_the_power_plan_reads_the_pilots_sds_and_names_the_rows_it_cannot_resolv
     assert unplanned(listed) == ""
     with pytest.raises(DeclarationError, match="exploratory\\[0\\]"):
         load(write(tmp_path, text + "exploratory: [ln_worse@rt]\n", "f.yaml"), **KNOWN)
+
+
+def test_a_declared_studys_rows_are_tested_at_its_declarations_margins(tmp_path):
+    """The margin a confirmatory study's rows are tested at, its alpha and its futility floor are
+    the declaration's, not the campaign's file's; the findings' caption names the declaration."""
+    from test_report import make_run
+
+    from normlab.campaigns.xu2019.family import build
+    from normlab.campaigns.xu2019.findings import CLAIMS, evaluate
+    from normlab.campaigns.xu2019.findings_text import method
+    from normlab.campaigns.xu2019.protocol import of_declaration, protocol
+    from normlab.report import find_runs
+    from normlab.report.aggregate import Grid
+
+    path = write(tmp_path, GOOD.replace("{acc: 0.2}", "{acc: 0.7}").replace("0.1\n", "0.25\n"))
+    d = load(path, **KNOWN)
+    declared = of_declaration(d)
+    assert declared.margin("acc") == 0.7 != protocol().margin("acc")
+    assert declared.futility == 0.25 and declared.trained_margin == protocol().trained_margin
+    for seed in (101, 102, 103):  # LayerNorm-simple 0.5 points below: inside 0.7, not inside 0.2
+        make_run(tmp_path / "runs", "rt", "layernorm", seed, 70.0 + seed % 3)
+        make_run(tmp_path / "runs", "rt", "layernorm_simple", seed, 69.5 + seed % 3 + seed / 1e4)
+    claim = next(c for c in CLAIMS if c.key == "ln_simple_no_worse")
+    runs = find_runs([tmp_path / "runs"])
+    row = evaluate(Grid(runs, protocol=declared), claim, "rt")
+    assert row.margin == 0.7 and row.verdict() == "non-inferior"
+    assert evaluate(Grid(runs, protocol=protocol()), claim, "rt").margin == 0.2
+    fam = build([row], None, protocol=declared)
+    text = method(fam)
+    assert f"({path} (declaration {d.hash[:12]}), each with its reason): ±0.7 accuracy" in text
+    assert "futility floor (0.25)" in text

@@ -253,14 +253,12 @@ def test_a_row_the_futility_rule_stops_gains_no_seeds_and_stays_stopped(tmp_path
 
     from test_report import make_run
 
-    from normlab.campaigns.xu2019 import family as F
     from normlab.campaigns.xu2019 import sequential_grid as G
     from normlab.report import family as RF
 
     # a floor that stops a tie in this small family (in the primary family's 33 rows a tie's chance
     # is lower: Holm over more rows asks more of each)
     floor = dataclasses.replace(PROTOCOL, futility=0.15)
-    monkeypatch.setattr(F, "protocol", lambda: floor)
     monkeypatch.setattr(G, "protocol", lambda: floor)
 
     def new_grid():

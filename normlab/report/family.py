@@ -14,7 +14,7 @@ import numpy as np
 
 from . import stats as S
 from .axis import units
-from .protocol import Protocol
+from .protocol import DEFAULT, Protocol
 from .sequential import resolve_chance
 from .verdicts import Finding
 
@@ -32,6 +32,7 @@ class Family:
     signs: dict = field(default_factory=dict)  # claim key -> exploratory sign test across tasks
     # when the declaration was made against the data, where a campaign can tell (its own type)
     when: Optional[object] = None
+    protocol: Protocol = DEFAULT  # the one its rows were tested under (alpha, power, margins)
 
 
 def tested(rows: Sequence[Finding]) -> list[Finding]:
@@ -104,6 +105,7 @@ def apply(
         size,
         tested_rows=len(mine) if primary else 0,
         signs=sign_tests(rows, order),
+        protocol=protocol,
     )
 
 

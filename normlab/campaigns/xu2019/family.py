@@ -15,21 +15,32 @@ from pathlib import Path
 from typing import Optional
 
 from ...config_keys import CONFIGS
+from ...report import Protocol
 from ...report.family import Family, sign_tests
 from ...report.family import apply as _apply
 from ...report.tables import Table
 from .declared import declared
 from .findings import CLAIMS, Finding, look_sizes
-from .protocol import protocol, settings
+from .protocol import protocol as campaign_protocol
+from .protocol import settings
 from .studies import STUDIES
 
 __all__ = ["Family", "apply", "build", "family_sentence", "family_table", "sign_tests"]
 
 
-def apply(study: str, rows: list[Finding], primary: bool, declared: bool) -> Family:
+def apply(
+    study: str,
+    rows: list[Finding],
+    primary: bool,
+    declared: bool,
+    protocol: Optional[Protocol] = None,
+) -> Family:
     """The report's family correction (normlab.report.family.apply) with the campaign's looks: a
-    primary row may gain seeds, so its MDE is at alpha / (m K) and it has seeds to resolve."""
-    return _apply(study, rows, protocol(), primary, declared, look_sizes(), [c.key for c in CLAIMS])
+    primary row may gain seeds, so its MDE is at alpha / (m K) and it has seeds to resolve.
+    ``protocol``: the one the rows were tested under (their grid's; None: the campaign's)."""
+    keys = [c.key for c in CLAIMS]
+    used = protocol or campaign_protocol()
+    return _apply(study, rows, used, primary, declared, look_sizes(), keys)
 
 
 def folders(scale: str) -> dict[str, str]:
@@ -61,18 +72,19 @@ def build(
     folder: Optional[Path],
     study: Optional[str] = None,
     commits: Optional[list[str]] = None,
+    protocol: Optional[Protocol] = None,
 ) -> Family:
     """The family of the report written for results ``folder`` with rows ``own``: the primary
     family when ``folder`` is the primary study's, secondary rows for another declared study's
     (``study`` names it when the folder's name does not), its own family outside them.
     ``commits``: the commits the rows' runs were trained at (else the folder's record's), against
-    which the declaration's time is read."""
+    which the declaration's time is read; ``protocol``: the rows' (None: the campaign's)."""
     where = locate(folder) if folder is not None else None
     name = study or (where[0] if where else None)
     if name is None:
-        return apply("this report", own, primary=True, declared=False)
+        return apply("this report", own, primary=True, declared=False, protocol=protocol)
     primary = name == settings()["primary"]
-    fam = apply(name, own, primary=primary, declared=True)
+    fam = apply(name, own, primary=primary, declared=True, protocol=protocol)
     if primary and folder is not None:
         fam.when = declared(folder, commits)
     return fam

@@ -14,7 +14,6 @@ from ...report.tables import Table
 from ...report.verdicts import NEGLIGIBLE, RULE
 from .family import Family, family_sentence
 from .findings import AGAINST, CLAIMS, SUPPORTS, UNTESTED, Finding, look_sizes
-from .protocol import protocol
 
 
 def _seeds(f: Finding) -> str:
@@ -35,7 +34,7 @@ def _chance(f: Finding) -> str:
 def method(fam: Family) -> str:
     """The caption in the NeurIPS checklist's terms: what varies between runs, the test and its
     assumption, what the ± and the CI are, n, alpha and m."""
-    a, power = protocol().alpha, protocol().power
+    a, power = fam.protocol.alpha, fam.protocol.power
     return (
         "Method: per claim and task, the two norms' runs paired by seed; the seed is the source of "
         "variability (parameter initialization, data order and, where a task trains on a seeded "
@@ -56,13 +55,13 @@ def method(fam: Family) -> str:
         "to resolve by the last look if every such row kept gaining seeds, under the posterior "
         "predictive of its differences "
         "(mean and SD drawn from its seeds so far); a row below the declared futility floor "
-        f"({protocol().futility}) gains no more seeds and stays unresolved "
+        f"({fam.protocol.futility}) gains no more seeds and stays unresolved "
         "('stopped', as is a row a look behind the family's most-seeded one); the rule only "
         "withholds seeds, so the error rate holds. "
         "The overfitting claim's train loss is the mean of the last 10% of steps before the "
         "evaluation, both losses at the last evaluation both runs have, the same step for both "
         "norms. "
-        f"{protocol().margins_sentence()} Test metric: each run's best-validation checkpoint. 'paper' = the "
+        f"{fam.protocol.margins_sentence()} Test metric: each run's best-validation checkpoint. 'paper' = the "
         "published difference in the same direction (Tables 1-3)."
     )
 
@@ -170,14 +169,14 @@ def outcome(mine: list, kind: str = "holm") -> str:
     )
 
 
-def _stopped(mine: list[Finding]) -> str:
+def _stopped(mine: list[Finding], floor: Optional[float]) -> str:
     """The claim's rows the futility rule stops, in one sentence ("" when none)."""
     cols = [f"{f.column} ({f.resolve_chance:.2f})" for f in mine if f.stopped]
     if not cols:
         return ""
     return (
         f" Unresolved with no more seeds (futility: chance to resolve by {look_sizes()[-1]} seeds "
-        f"below {protocol().futility}): {', '.join(cols)}."
+        f"below {floor}): {', '.join(cols)}."
     )
 
 
@@ -215,7 +214,7 @@ def summary_lines(fs: list[Finding], fam: Family, study: str) -> list[str]:
             f"- {claim.text} [the paper's {claim.source}]: {how}, {outcome(mine)} ({_counts(mine, 'holm')}). "
             f"Uncorrected: {_counts(mine, 'raw')}. Across {across(fam)}: "
             f"{sign_sentence(fam.signs.get(claim.key))}. The design {resolution(mine)}."
-            + _stopped(mine)
+            + _stopped(mine, fam.protocol.futility)
         )
     return lines
 

@@ -114,11 +114,19 @@ class Fixed:
 
     def write_report(self, runs: list) -> dict:
         from ...make_report import report
+        from .protocol import of_declaration
         from .sections import CAMPAIGN
 
         r = self.r
+        # a confirmatory study is tested under what its declaration fixed before its data
+        declared = of_declaration(r.declaration) if r.declaration is not None else None
         return report(
-            runs, r.out, figures=r.figures, member=Path(r.record_out or r.out), campaign=CAMPAIGN
+            runs,
+            r.out,
+            figures=r.figures,
+            member=Path(r.record_out or r.out),
+            campaign=CAMPAIGN,
+            protocol=declared,
         )
 
 

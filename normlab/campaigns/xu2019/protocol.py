@@ -5,7 +5,9 @@ gain). Read once per process; every report of the campaign is handed the protoco
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+from types import MappingProxyType
 
 import yaml
 
@@ -38,3 +40,17 @@ def protocol() -> Protocol:
 def grid(runs: list, axis: tuple = ()) -> Grid:
     """A report grid of ``runs`` under the campaign's protocol."""
     return Grid(runs, axis, protocol())
+
+
+def of_declaration(declaration) -> Protocol:
+    """The protocol of a confirmatory study: the campaign's, with the alpha, margins and futility
+    floor its declaration (normlab.study.declaration) fixed before its data; the margins' reasons
+    stay the campaign's, the file named is the declaration."""
+    d, base = declaration.content, protocol()
+    return dataclasses.replace(
+        base,
+        alpha=float(d.get("alpha", base.alpha)),
+        margins=MappingProxyType({k: float(v) for k, v in d["margins"].items()}),
+        futility=float(d["futility"]) if d.get("futility") is not None else None,
+        source=f"{declaration.path} (declaration {declaration.hash[:12]})",
+    )

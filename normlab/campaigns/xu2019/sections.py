@@ -36,7 +36,8 @@ class Xu2019:
         fs = findings(grid)
         if not fs:
             return Findings()
-        fam = build(fs, member, commits=[r.summary.get("git_commit") for r in grid.runs])
+        commits = [r.summary.get("git_commit") for r in grid.runs]
+        fam = build(fs, member, commits=commits, protocol=grid.protocol)
         # a folder's record counts for another report only when this report read the runs as
         # member_findings does (no setting axis)
         key = member_key(fam.study, member) if fam.declared and not grid.axis else None

@@ -49,7 +49,7 @@ class SequentialGrid(FixedGrid):
             runs = [r for j in jobs if (r := self.final_run(j)) is not None]
             grid = gate_with(Grid(runs, protocol=protocol()), provider_for(runs))
             rows = findings(grid)
-            apply(settings()["primary"], rows, primary=True, declared=True)
+            apply(settings()["primary"], rows, True, True, protocol=grid.protocol)
             seeds: dict[tuple, set] = {}
             for j in jobs:
                 seeds.setdefault((j.task, j.norm), set()).add(j.seed)
