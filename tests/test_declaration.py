@@ -189,32 +189,52 @@ def test_the_power_plan_reads_the_pilots_sds_and_names_the_rows_it_cannot_resolv
         load(write(tmp_path, text + "exploratory: [ln_worse@rt]\n", "f.yaml"), **KNOWN)
 
 
-def test_a_declared_studys_rows_are_tested_at_its_declarations_margins(tmp_path):
-    """The margin a confirmatory study's rows are tested at, its alpha and its futility floor are
-    the declaration's, not the campaign's file's; the findings' caption names the declaration."""
+def test_a_declared_studys_rows_are_tested_as_its_declaration_says(tmp_path):
+    """A confirmatory study's rows are tested at its declaration's margin, alpha, futility floor
+    and looks, not the campaign's file's; its family is the study's own, declared, less the rows
+    it declares exploratory (tested, uncorrected, labelled so); every caption names the file."""
     from test_report import make_run
 
-    from normlab.campaigns.xu2019.family import build
-    from normlab.campaigns.xu2019.findings import CLAIMS, evaluate
+    from normlab.campaigns.xu2019.family import build, family_sentence
+    from normlab.campaigns.xu2019.findings import findings
     from normlab.campaigns.xu2019.findings_text import method
     from normlab.campaigns.xu2019.protocol import of_declaration, protocol
     from normlab.report import find_runs
     from normlab.report.aggregate import Grid
 
-    path = write(tmp_path, GOOD.replace("{acc: 0.2}", "{acc: 0.7}").replace("0.1\n", "0.25\n"))
-    d = load(path, **KNOWN)
+    text = GOOD.replace("{acc: 0.2}", "{acc: 0.7}").replace("0.1\n", "0.25\n")
+    text = text.replace("tasks: [rt]", "tasks: [rt, sst2]")
+    text = text.replace("lrs: {rt: {layernorm: 0.002, layernorm_simple: 0.004}}", (
+        "lrs: {rt: {layernorm: 0.002, layernorm_simple: 0.004}, "
+        "sst2: {layernorm: 0.002, layernorm_simple: 0.004}}\n"
+        "exploratory: [ln_simple_no_worse@sst2]"
+    ))  # fmt: skip
+    d = load(write(tmp_path, text), **KNOWN)
     declared = of_declaration(d)
     assert declared.margin("acc") == 0.7 != protocol().margin("acc")
-    assert declared.futility == 0.25 and declared.trained_margin == protocol().trained_margin
-    for seed in (101, 102, 103):  # LayerNorm-simple 0.5 points below: inside 0.7, not inside 0.2
-        make_run(tmp_path / "runs", "rt", "layernorm", seed, 70.0 + seed % 3)
-        make_run(tmp_path / "runs", "rt", "layernorm_simple", seed, 69.5 + seed % 3 + seed / 1e4)
-    claim = next(c for c in CLAIMS if c.key == "ln_simple_no_worse")
+    assert declared.futility == 0.25 and declared.looks == (2, 3) != protocol().looks
+    assert declared.trained_margin == protocol().trained_margin and declared.study == "confirm"
+    for task in ("rt", "sst2"):  # LayerNorm-simple 0.5 points below: inside 0.7, not inside 0.2
+        for seed in (101, 102, 103):
+            make_run(tmp_path / "runs", task, "layernorm", seed, 70.0 + seed % 3)
+            make_run(
+                tmp_path / "runs", task, "layernorm_simple", seed, 69.5 + seed % 3 + seed / 1e4
+            )
     runs = find_runs([tmp_path / "runs"])
-    row = evaluate(Grid(runs, protocol=declared), claim, "rt")
-    assert row.margin == 0.7 and row.verdict() == "non-inferior"
-    assert evaluate(Grid(runs, protocol=protocol()), claim, "rt").margin == 0.2
-    fam = build([row], None, protocol=declared)
+    rows = [
+        f for f in findings(Grid(runs, protocol=declared)) if f.claim.key == "ln_simple_no_worse"
+    ]
+    rt, sst2 = sorted(rows, key=lambda f: f.column)
+    assert rt.margin == sst2.margin == 0.7 and rt.p_seq is not None
+    fam = build(rows, tmp_path / "results" / "mini-confirm", protocol=declared)
+    assert (fam.study, fam.primary, fam.declared, fam.tested_rows, fam.size) == (
+        "confirm", True, True, 1, 2,
+    )  # fmt: skip
+    assert rt.primary and rt.p_holm is not None and rt.shown() == "non-inferior"
+    assert not sst2.primary and sst2.p_holm is None and sst2.shown() == "non-inferior (exploratory)"
     text = method(fam)
-    assert f"({path} (declaration {d.hash[:12]}), each with its reason): ±0.7 accuracy" in text
-    assert "futility floor (0.25)" in text
+    assert f"({d.path} (declaration {d.hash[:12]}), each with its reason): ±0.7 accuracy" in text
+    assert "futility floor (0.25)" in text and "looks of 2, 3 seeds (K = 2)" in text
+    assert family_sentence(fam).startswith(f"Primary family (declared in {d.path} (declaration")
+    default = [f for f in findings(Grid(runs, protocol=protocol())) if f.claim.key == rt.claim.key]
+    assert {f.margin for f in default} == {0.2}

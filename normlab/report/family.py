@@ -13,7 +13,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from . import stats as S
-from .axis import units
+from .axis import task_of, units
 from .protocol import DEFAULT, Protocol
 from .sequential import resolve_chance
 from .verdicts import Finding
@@ -72,38 +72,40 @@ def apply(
     """Adjust every hypothesis of ``rows`` by Holm when they are a family (``primary``), and set
     each tested row's MDE: at alpha / (m K) for a family (m: its hypotheses; K: the ``looks`` at
     which its rows may gain seeds), at alpha for a secondary row; one-sided, as the claim's own
-    hypothesis is.
+    hypothesis is. A row the protocol declares exploratory (``Protocol.exploratory``) stays out of
+    the family: uncorrected, at alpha, labelled so.
     ``order``: the claims' keys in their declared order, for the sign tests."""
     mine = tested(rows)
+    out = {id(f) for f in mine if protocol.is_exploratory(f.claim.key, task_of(f.column))}
+    family = [f for f in mine if id(f) not in out] if primary else []
     # a family's rows may gain seeds (its ``looks``): Holm over their look-spent p
-    flat = [h for f in mine for h in f.hyps]
-    holm = S.holm([_holm_p(h) for h in flat]) if primary and flat else [None] * len(flat)
-    for h, adj in zip(flat, holm):
-        h["p_holm"] = adj
+    flat = [h for f in family for h in f.hyps]
+    holm = dict(zip(map(id, flat), S.holm([_holm_p(h) for h in flat]) if flat else []))
     for f in mine:
-        f.primary = primary
-        decided = f.deciding("holm") if primary else None
-        f.p_holm = (decided or f.hyps[0]).get("p_holm") if primary else None
-    size = len(flat) if primary else 0
+        f.primary = primary and id(f) not in out
+        for h in f.hyps:
+            h["p_holm"] = holm.get(id(h))
+        decided = f.deciding("holm") if f.primary else None
+        f.p_holm = (decided or f.hyps[0]).get("p_holm") if f.primary else None
+    size = len(flat)
     sizes = list(looks) if looks else [max((f.n for f in mine), default=0)]
     alpha = rows[0].alpha if rows else protocol.alpha
     level = alpha / (size * len(sizes)) if size else alpha
     for f in mine:
         sides = 1  # every hypothesis is one-sided (the support's, which the MDE is of)
-        f.mde = S.mde(f.n, f.sd, level, protocol.power, sides)
-        if primary and looks:
+        f.mde = S.mde(f.n, f.sd, level if f.primary else alpha, protocol.power, sides)
+        if f.primary and looks:
             f.seeds_needed = S.seeds_to_resolve(f.sd, f.margin, level, sizes, sides, protocol.power)
     if primary and declared and looks and len(sizes) > 1:
-        chances(
-            mine, sizes, alpha, protocol.futility
-        )  # the declared study's rows are the ones seeds are added to
+        # the declared study's rows are the ones seeds are added to
+        chances(family, sizes, alpha, protocol.futility)
     return Family(
         study,
         rows,
         primary,
         declared,
         size,
-        tested_rows=len(mine) if primary else 0,
+        tested_rows=len(family),
         signs=sign_tests(rows, order),
         protocol=protocol,
     )

@@ -37,7 +37,7 @@ KEYS = (
     "trained_margin",
     "regime_rise_pct",
     "not_learning",
-    "sequential",
+    "sequential",  # futility; looks, or first, step and max_seeds
     "time_to_target",
 )
 
@@ -59,6 +59,13 @@ class Protocol:
     not_learning: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: _frozen({}))
     # a sequential family's futility floor (None: no such rule)
     futility: Optional[float] = None
+    # the seed counts at which a sequential family's rows may gain seeds (): the seeds are fixed
+    looks: tuple = ()
+    # a declared study's rows left out of its family ("claim@task"): tested, uncorrected, labelled
+    # exploratory (the rows its power plan said it cannot resolve)
+    exploratory: frozenset = frozenset()
+    # the declared study whose family this protocol is ("": none, or the campaign's own studies)
+    study: str = ""
     reference: str = "layernorm"  # time to target: the norm whose runs set each task's target
     taus: tuple = (1, 4)  # the performance profile's range
     # the file it was read from, as captions name it ("" for DEFAULT)
@@ -88,7 +95,17 @@ class Protocol:
 
         seq = d.get("sequential") or {}
         ttt = d.get("time_to_target") or {}
-        floor = seq.get("futility") if isinstance(seq, Mapping) else None
+        seq = seq if isinstance(seq, Mapping) else {}
+        floor = seq.get("futility")
+        if "looks" in seq:
+            looks = tuple(int(num("sequential.looks", n)) for n in seq["looks"] or ())
+        elif {"first", "step", "max_seeds"} <= set(seq):
+            first, step, last = (
+                int(num(f"sequential.{k}", seq[k])) for k in ("first", "step", "max_seeds")
+            )
+            looks = tuple(range(first, last + 1, step)) if step > 0 else (first,)
+        else:
+            looks = ()
         return cls(
             alpha=num("alpha", d.get("alpha", 0.05)),
             power=num("power", d.get("power", 0.8)),
@@ -102,6 +119,7 @@ class Protocol:
                 lambda k, v: table(k, v, lambda kk, vv: str(vv)),
             ),
             futility=None if floor is None else num("sequential.futility", floor),
+            looks=looks,
             reference=str(ttt.get("reference", "layernorm")),
             taus=tuple(num("time_to_target.taus", t) for t in ttt.get("taus", (1, 4))),
             source=source,
@@ -128,6 +146,10 @@ class Protocol:
     def trained_by(self, metric: Optional[str]) -> float:
         """How much better than the best trivial baseline a cell's mean must be to count as trained."""
         return self.trained_margin.get(metric or "", 0.0)
+
+    def is_exploratory(self, claim: str, task: str) -> bool:
+        """Whether the row of ``claim`` on ``task`` is declared outside the family."""
+        return f"{claim}@{task}" in self.exploratory
 
     def outside(self, task: str, scale: str) -> str:
         """Why ``task`` at ``scale`` is declared outside the learning regime, or ""."""

@@ -21,8 +21,8 @@ from ...report.family import apply as _apply
 from ...report.tables import Table
 from .declared import declared
 from .findings import CLAIMS, Finding, look_sizes
+from .protocol import SHOWN, settings
 from .protocol import protocol as campaign_protocol
-from .protocol import settings
 from .studies import STUDIES
 
 __all__ = ["Family", "apply", "build", "family_sentence", "family_table", "sign_tests"]
@@ -40,7 +40,7 @@ def apply(
     ``protocol``: the one the rows were tested under (their grid's; None: the campaign's)."""
     keys = [c.key for c in CLAIMS]
     used = protocol or campaign_protocol()
-    return _apply(study, rows, used, primary, declared, look_sizes(), keys)
+    return _apply(study, rows, used, primary, declared, list(used.looks) or look_sizes(), keys)
 
 
 def folders(scale: str) -> dict[str, str]:
@@ -80,12 +80,13 @@ def build(
     ``commits``: the commits the rows' runs were trained at (else the folder's record's), against
     which the declaration's time is read; ``protocol``: the rows' (None: the campaign's)."""
     where = locate(folder) if folder is not None else None
-    name = study or (where[0] if where else None)
+    # a confirmatory study's rows are the family its declaration (its protocol) names
+    name = study or (where[0] if where else None) or (protocol.study if protocol else "") or None
     if name is None:
         return apply("this report", own, primary=True, declared=False, protocol=protocol)
-    primary = name == settings()["primary"]
+    primary = name in (settings()["primary"], protocol.study if protocol else None)
     fam = apply(name, own, primary=primary, declared=True, protocol=protocol)
-    if primary and folder is not None:
+    if primary and folder is not None and not (protocol and protocol.study):
         fam.when = declared(folder, commits)
     return fam
 
@@ -111,7 +112,7 @@ def family_sentence(fam: Family) -> str:
     )
     if fam.primary and fam.declared:
         return (
-            f"Primary family (declared in normlab/configs/study/claims.yaml{when_text(fam)}): "
+            f"Primary family (declared in {fam.protocol.source or SHOWN}{when_text(fam)}): "
             f"{each.format(fam.study + ' study')}; every other "
             "study's rows and the sign tests across tasks are secondary (exploratory)."
         )

@@ -43,6 +43,11 @@ def look_sizes() -> list[int]:
     return S.look_sizes(int(q["first"]), int(q["step"]), int(q["max_seeds"]))
 
 
+def looks_of(grid: Grid) -> list[int]:
+    """The looks the grid's protocol declares (a confirmatory study's), else the campaign's."""
+    return list(grid.protocol.looks) or look_sizes()
+
+
 def added_seeds(seeds: list[int], max_seeds: int) -> list[int]:
     """The seeds ``--until-resolved`` may add after the first look's ``seeds``, in the order it adds
     them: the next integers, up to the last look size at or below ``max_seeds``."""
@@ -63,9 +68,9 @@ def _paper(claim: Claim, column: str) -> str:
 
 def evaluate(grid: Grid, claim: Claim, column: str) -> Optional[Finding]:
     """The finding for one claim on one column (unadjusted); None when either norm has no runs there."""
-    return _evaluate(grid, claim, column, looks=look_sizes(), paper=_paper)
+    return _evaluate(grid, claim, column, looks=looks_of(grid), paper=_paper)
 
 
 def findings(grid: Grid) -> list[Finding]:
     """Every claim row of one grid, unadjusted (family.apply adjusts them)."""
-    return claim_rows(grid, CLAIMS, looks=look_sizes(), paper=_paper)
+    return claim_rows(grid, CLAIMS, looks=looks_of(grid), paper=_paper)

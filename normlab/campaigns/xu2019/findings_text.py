@@ -16,11 +16,15 @@ from .family import Family, family_sentence
 from .findings import AGAINST, CLAIMS, SUPPORTS, UNTESTED, Finding, look_sizes
 
 
-def _seeds(f: Finding) -> str:
+def looks(fam: Family) -> list[int]:
+    """The family's looks: its protocol's (a confirmatory study's declaration), else the campaign's."""
+    return list(fam.protocol.looks) or look_sizes()
+
+
+def _seeds(f: Finding, last: int) -> str:
     """How many seeds the row's test needs to resolve an effect of the margin's size, by its MDE."""
     if not f.primary or f.decided or f.p is None:
         return "–"
-    last = look_sizes()[-1]
     return f"> {last}" if f.seeds_needed is None else str(f.seeds_needed)
 
 
@@ -48,7 +52,7 @@ def method(fam: Family) -> str:
         f"detect with {power:.0%} power at its strictest level (alpha / (m K) in the primary family; "
         "alpha for a secondary row), from the observed SD; 'seeds to resolve' the first look at "
         "which that MDE reaches the margin. Seeds may be added to unresolved primary rows in looks "
-        f"of {', '.join(map(str, look_sizes()))} seeds (K = {len(look_sizes())}): 'p seq' = K x the "
+        f"of {', '.join(map(str, looks(fam)))} seeds (K = {len(looks(fam))}): 'p seq' = K x the "
         "smallest p of the looks made (Bonferroni spending, valid however the adding stops), for "
         "each hypothesis, which Holm adjusts; 'p' and 'p seq' are the claim's own hypothesis's, "
         "'p Holm' the deciding one's (the claim's own while unresolved). 'P(resolve)': an unresolved row's chance (in the declared primary family) "
@@ -97,7 +101,7 @@ def findings_table(grid: Grid, fs: list[Finding], fam: Family, study: str = "thi
                 *head(f),
                 "–" if f.corr is None else f"{f.corr:+.2f}",
                 num(f.mde, f.unit),
-                _seeds(f),
+                _seeds(f, looks(fam)[-1]),
                 _chance(f),
                 p_text(f.p),
                 p_text(f.p_seq if f.primary else None),
@@ -169,13 +173,13 @@ def outcome(mine: list, kind: str = "holm") -> str:
     )
 
 
-def _stopped(mine: list[Finding], floor: Optional[float]) -> str:
+def _stopped(mine: list[Finding], floor: Optional[float], last: int) -> str:
     """The claim's rows the futility rule stops, in one sentence ("" when none)."""
     cols = [f"{f.column} ({f.resolve_chance:.2f})" for f in mine if f.stopped]
     if not cols:
         return ""
     return (
-        f" Unresolved with no more seeds (futility: chance to resolve by {look_sizes()[-1]} seeds "
+        f" Unresolved with no more seeds (futility: chance to resolve by {last} seeds "
         f"below {floor}): {', '.join(cols)}."
     )
 
@@ -214,7 +218,7 @@ def summary_lines(fs: list[Finding], fam: Family, study: str) -> list[str]:
             f"- {claim.text} [the paper's {claim.source}]: {how}, {outcome(mine)} ({_counts(mine, 'holm')}). "
             f"Uncorrected: {_counts(mine, 'raw')}. Across {across(fam)}: "
             f"{sign_sentence(fam.signs.get(claim.key))}. The design {resolution(mine)}."
-            + _stopped(mine, fam.protocol.futility)
+            + _stopped(mine, fam.protocol.futility, looks(fam)[-1])
         )
     return lines
 

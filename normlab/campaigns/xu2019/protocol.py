@@ -43,14 +43,18 @@ def grid(runs: list, axis: tuple = ()) -> Grid:
 
 
 def of_declaration(declaration) -> Protocol:
-    """The protocol of a confirmatory study: the campaign's, with the alpha, margins and futility
-    floor its declaration (normlab.study.declaration) fixed before its data; the margins' reasons
-    stay the campaign's, the file named is the declaration."""
+    """The protocol of a confirmatory study: the campaign's, with what its declaration
+    (normlab.study.declaration) fixed before its data: alpha, margins, futility floor, looks, the
+    rows left out of its family, its name; the margins' reasons stay the campaign's, the file
+    named is the declaration."""
     d, base = declaration.content, protocol()
     return dataclasses.replace(
         base,
         alpha=float(d.get("alpha", base.alpha)),
         margins=MappingProxyType({k: float(v) for k, v in d["margins"].items()}),
         futility=float(d["futility"]) if d.get("futility") is not None else None,
+        looks=tuple(int(n) for n in d["looks"]),
+        exploratory=frozenset(str(r) for r in d.get("exploratory") or ()),
+        study=str(d["study"]),
         source=f"{declaration.path} (declaration {declaration.hash[:12]})",
     )
