@@ -226,7 +226,10 @@ def test_a_declared_studys_rows_are_tested_as_its_declaration_says(tmp_path):
     ]
     rt, sst2 = sorted(rows, key=lambda f: f.column)
     assert rt.margin == sst2.margin == 0.7 and rt.p_seq is not None
-    fam = build(rows, tmp_path / "results" / "mini-confirm", protocol=declared)
+    from normlab.gitinfo import git
+
+    head = [git("rev-parse", "HEAD")]  # runs of this commit
+    fam = build(rows, tmp_path / "results" / "mini-confirm", commits=head, protocol=declared)
     assert (fam.study, fam.primary, fam.declared, fam.tested_rows, fam.size) == (
         "confirm", True, True, 1, 2,
     )  # fmt: skip
@@ -236,5 +239,7 @@ def test_a_declared_studys_rows_are_tested_as_its_declaration_says(tmp_path):
     assert f"({d.path} (declaration {d.hash[:12]}), each with its reason): ±0.7 accuracy" in text
     assert "futility floor (0.25)" in text and "looks of 2, 3 seeds (K = 2)" in text
     assert family_sentence(fam).startswith(f"Primary family (declared in {d.path} (declaration")
+    # the declaration lies outside the checkout here: git cannot date it, and the caption says so
+    assert fam.when is None and "git cannot tell" in family_sentence(fam)
     default = [f for f in findings(Grid(runs, protocol=protocol())) if f.claim.key == rt.claim.key]
     assert {f.margin for f in default} == {0.2}

@@ -345,3 +345,23 @@ def test_whether_the_family_was_declared_before_its_runs_is_computed_from_git(tm
     assert declared(tmp_path / "nowhere") is None
     fam.when = None
     assert "git cannot tell" in when_text(fam)
+
+
+def test_a_confirmatory_studys_declaration_is_dated_by_its_own_file_too(tmp_path):
+    """Runs of the repository's first commit against the claims files and a declaration in the
+    checkout: the later of their last changes dates the family; a declaration outside the
+    checkout cannot be dated, and nothing is guessed."""
+    from normlab.campaigns.xu2019.declared import FILES, declared
+    from normlab.gitinfo import REPO, git
+
+    first = git("rev-list", "--max-parents=0", "HEAD").split()[0]
+    commits = [first]
+    plain = declared(None, commits)
+    inside = REPO / "docs" / "studies.md"  # a file of the checkout, standing in for a declaration
+    newest = git("log", "-1", "--format=%h", "--", "docs/studies.md", *map(str, FILES))
+    with_file = declared(None, commits, (inside, *FILES))
+    assert plain is not None and with_file is not None and not with_file.before
+    assert with_file.declaration.startswith(newest[:7])
+    outside = tmp_path / "declaration.yaml"
+    outside.write_text("study: confirm\n")
+    assert declared(None, commits, (outside, *FILES)) is None

@@ -64,8 +64,10 @@ class Protocol:
     # a declared study's rows left out of its family ("claim@task"): tested, uncorrected, labelled
     # exploratory (the rows its power plan said it cannot resolve)
     exploratory: frozenset = frozenset()
-    # the declared study whose family this protocol is ("": none, or the campaign's own studies)
+    # the declared study whose family this protocol is ("": none, or the campaign's own studies),
+    # and the file that declared it, whose last commit dates the declaration against the runs
     study: str = ""
+    declared_in: str = ""
     reference: str = "layernorm"  # time to target: the norm whose runs set each task's target
     taus: tuple = (1, 4)  # the performance profile's range
     # the file it was read from, as captions name it ("" for DEFAULT)

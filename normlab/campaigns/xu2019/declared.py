@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterable, NamedTuple, Optional
+from typing import Iterable, NamedTuple, Optional, Sequence
 
 from ...gitinfo import REPO, GitError, git
 from .findings import CLAIMS_FILE
@@ -34,10 +34,15 @@ def _when(*args: str) -> Optional[tuple[str, int, str]]:
     return (parts[0], int(parts[1]), parts[2]) if len(parts) == 3 else None
 
 
-def declared(folder: Optional[Path], commits: Optional[Iterable[str]] = None) -> Optional[Declared]:
+def declared(
+    folder: Optional[Path],
+    commits: Optional[Iterable[str]] = None,
+    files: Sequence[Path] = FILES,
+) -> Optional[Declared]:
     """The family of the runs trained at ``commits`` (else those results ``folder``'s record
-    names) against the claims files; None when git or the record cannot tell (an installed wheel,
-    a folder without reproduce.json)."""
+    names) against the declaration ``files`` (the claims files; a confirmatory study's adds its
+    declaration); None when git or the record cannot tell (an installed wheel, a folder without
+    reproduce.json, a file outside the checkout)."""
     if commits is None:
         try:
             record = json.loads((Path(folder) / "reproduce.json").read_text())
@@ -45,7 +50,10 @@ def declared(folder: Optional[Path], commits: Optional[Iterable[str]] = None) ->
             return None
         commits = record.get("run_git_commits") or {}
     commits = sorted({c for c in commits if c})
-    decl = _when("--", *(str(f.relative_to(REPO)) for f in FILES))
+    try:
+        decl = _when("--", *(str(Path(f).resolve().relative_to(REPO)) for f in files))
+    except ValueError:  # a declaration outside the checkout: git cannot date it
+        return None
     runs = [w for c in commits if (w := _when(c.removesuffix("-dirty")))]
     if decl is None or not runs:
         return None

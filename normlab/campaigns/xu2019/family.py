@@ -19,7 +19,7 @@ from ...report import Protocol
 from ...report.family import Family, sign_tests
 from ...report.family import apply as _apply
 from ...report.tables import Table
-from .declared import declared
+from .declared import FILES, declared
 from .findings import CLAIMS, Finding, look_sizes
 from .protocol import SHOWN, settings
 from .protocol import protocol as campaign_protocol
@@ -86,8 +86,10 @@ def build(
         return apply("this report", own, primary=True, declared=False, protocol=protocol)
     primary = name in (settings()["primary"], protocol.study if protocol else None)
     fam = apply(name, own, primary=primary, declared=True, protocol=protocol)
-    if primary and folder is not None and not (protocol and protocol.study):
-        fam.when = declared(folder, commits)
+    if primary and folder is not None:
+        # a confirmatory study's declaration is dated by its own file too
+        mine = (Path(protocol.declared_in),) if protocol and protocol.declared_in else ()
+        fam.when = declared(folder, commits, (*mine, *FILES))
     return fam
 
 

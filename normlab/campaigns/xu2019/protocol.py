@@ -56,5 +56,6 @@ def of_declaration(declaration) -> Protocol:
         looks=tuple(int(n) for n in d["looks"]),
         exploratory=frozenset(str(r) for r in d.get("exploratory") or ()),
         study=str(d["study"]),
+        declared_in=str(declaration.path),
         source=f"{declaration.path} (declaration {declaration.hash[:12]})",
     )
