@@ -4,6 +4,9 @@
                                       copy the committed results used (normlab/data/manifest.json)
     normlab-data fetch TASK [--run]   the commands that fetch a task's public data into its folder
                                       (printed; --run runs them where a network exists, then checks)
+    normlab-data prepare TASK [...]   prepare a translation task's folder from its public release
+                                      (iwslt14_de_en: fairseq's recipe; iwslt15_en_vi: checked copy);
+                                      --out defaults to the data root's TASK folder
 
 The data root is $NORMLAB_DATA (default ./data), or --data DIR. Exit status: 0 every file checked
 is the reference copy's; 1 a file is missing or differs; 2 bad input (an unknown task).
@@ -85,6 +88,33 @@ def fetch(root: Path, task: str, run: bool) -> int:
     return check(root, [task])
 
 
+# the tasks whose folder normlab prepares from a public release: task -> its module's main
+PREPARE = {"iwslt14_de_en": "prepare_iwslt14", "iwslt15_en_vi": "prepare_iwslt15"}
+
+
+def prepare(root: Path, task: str, args: list[str]) -> int:
+    """Run the task's preparation (normlab.data.prepare_*) with ``args``, into root/task unless
+    ``args`` name --out; its own messages and exit status."""
+    import importlib
+
+    module = importlib.import_module(f"normlab.data.{PREPARE[task]}")
+    out = (
+        []
+        if any(a == "--out" or a.startswith("--out=") for a in args)
+        else ["--out", str(root / task)]
+    )
+    try:
+        module.main([*out, *args])
+    except SystemExit as e:  # argparse's and the recipes' own exits
+        if e.code in (None, 0):
+            return OK
+        if isinstance(e.code, int):
+            return e.code
+        print(f"normlab-data: error: {e.code}", file=sys.stderr)
+        return DIFFERS
+    return OK
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="normlab-data",
@@ -105,8 +135,20 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument(
         "--run", action="store_true", help="run the commands (needs a network), then check"
     )
-    a = p.parse_args(argv)
+    r = sub.add_parser(
+        "prepare",
+        add_help=False,  # --help after the task is the task's own (its options)
+        help="prepare a translation task's folder from its public release",
+        description="the task's own options follow it (normlab-data prepare iwslt14_de_en --help)",
+    )
+    r.add_argument("task", choices=sorted(PREPARE), help="the task")
+    r.add_argument("--data", help="the data root (default $NORMLAB_DATA, else ./data)")
+    a, rest = p.parse_known_args(argv)
     root = _root(a.data)
+    if a.command == "prepare":
+        return prepare(root, a.task, rest)
+    if rest:
+        p.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
         tasks = _tasks(a.tasks, sorted(sources.FETCH))
     except ValueError as e:

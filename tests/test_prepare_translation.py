@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
+import re
 import shutil
 import tarfile
 
 import pytest
 from omegaconf import OmegaConf
 
-from helpers import REPO
+from normlab.data import prepare_iwslt14
 from normlab.data.bpe import remove_bpe
 from normlab.data.parallel import read_lines
 from normlab.data.translation import load_corpus
+from normlab.datacli import main as data_main
 
 PARTS = [
     "IWSLT14.TED.dev2010",
@@ -21,13 +22,6 @@ PARTS = [
     "IWSLT14.TED.tst2011",
     "IWSLT14.TED.tst2012",
 ]
-
-
-def script(name):
-    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def fake_release(root):
@@ -79,7 +73,7 @@ def fake_release(root):
 def test_prepare_iwslt14_from_archive(tmp_path):
     pytest.importorskip("sacremoses")
     out = tmp_path / "iwslt14_de_en"
-    script("prepare_iwslt14").main(
+    prepare_iwslt14.main(
         [
             "--out",
             str(out),
@@ -136,12 +130,18 @@ def test_prepare_iwslt15_from_copy(data_dir, tmp_path, capsys):
     shutil.copytree(data_dir / "iwslt15_en_vi", release)
     for lang in ("en", "vi"):  # stand-in train files: the real ones are not in the shared copy
         shutil.copyfile(release / f"tst2012.{lang}", release / f"train.{lang}")
-    script("prepare_iwslt15").main(["--out", str(out), "--from", str(release)])
+    # through the command, into the data root's task folder
+    assert (
+        data_main(["prepare", "iwslt15_en_vi", "--data", str(tmp_path), "--from", str(release)])
+        == 0
+    )
     for name in ("tst2013.en", "tst2013.vi", "vocab.en"):
         assert (out / name).read_bytes() == (release / name).read_bytes()  # byte for byte, BOM kept
     printed = capsys.readouterr().out
     assert "warning: train has 1,553 pairs; the Stanford release has 133,317" in printed
     assert "tst2013 1,268" in printed and "vocab.vi 7,709" in printed
     (release / "train.vi").write_text("only one line\n")
-    with pytest.raises(SystemExit, match=r"train\.en has 1,553 lines but .*train\.vi has 1"):
-        script("prepare_iwslt15").main(["--out", str(tmp_path / "again"), "--from", str(release)])
+    again = ["prepare", "iwslt15_en_vi", "--out", str(tmp_path / "again"), "--from", str(release)]
+    assert data_main(again) == 1
+    err = capsys.readouterr().err
+    assert re.search(r"train\.en has 1,553 lines but .*train\.vi has 1", err), err

@@ -308,7 +308,7 @@ def test_paper_scale_is_transformer_iwslt_de_en(tmp_path):
 
 
 def test_paper_scale_without_train_names_the_file_and_script(data_dir, tmp_path):
-    with pytest.raises(DataError, match=r"tmp/train\.de .*prepare_iwslt14\.py"):
+    with pytest.raises(DataError, match=r"tmp/train\.de .*normlab-data prepare iwslt14_de_en"):
         run_job(["task=iwslt14_de_en", "scale=paper"], tmp_path, data_dir)
 
 

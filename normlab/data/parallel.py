@@ -130,7 +130,7 @@ def read_vocab_file(path: Path) -> list[str]:
     if not path.is_file():
         raise DataError(
             f"missing vocabulary {path}; the Stanford IWSLT'15 release has vocab.en/vocab.vi "
-            "(scripts/prepare_iwslt15.py fetches them), or set task.data.vocab=bpe"
+            "(normlab-data prepare iwslt15_en_vi fetches them), or set task.data.vocab=bpe"
         )
     words = [w.strip() for w in read_lines(path) if w.strip()]
     if words[:3] != [UNK, BOS, EOS]:

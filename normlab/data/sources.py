@@ -43,8 +43,8 @@ FETCH: dict[str, list[str]] = {
         "pip install nltk",
         "python -m nltk.downloader -d {dir} dependency_treebank treebank",
     ],
-    "iwslt14_de_en": ["python scripts/prepare_iwslt14.py --out {dir}"],
-    "iwslt15_en_vi": ["python scripts/prepare_iwslt15.py --out {dir}"],
+    "iwslt14_de_en": ["normlab-data prepare iwslt14_de_en --out {dir}"],
+    "iwslt15_en_vi": ["normlab-data prepare iwslt15_en_vi --out {dir}"],
 }
 
 # the files each loader reads at the committed presets (the translation presets read held-out

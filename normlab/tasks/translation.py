@@ -280,12 +280,12 @@ class TranslationTask(Task):
 
 
 IWSLT14_HOW = (
-    "Prepare it with `python scripts/prepare_iwslt14.py --out <data_dir>/iwslt14_de_en` (fairseq's "
+    "Prepare it with `normlab-data prepare iwslt14_de_en --out <data_dir>/iwslt14_de_en` (fairseq's "
     "prepare-iwslt14.sh steps; add --archive de-en.tgz to use a downloaded copy; normlab-data fetch "
     "iwslt14_de_en prints it)."
 )
 IWSLT15_HOW = (
-    "Fetch it with `python scripts/prepare_iwslt15.py --out <data_dir>/iwslt15_en_vi` (the Stanford "
+    "Fetch it with `normlab-data prepare iwslt15_en_vi --out <data_dir>/iwslt15_en_vi` (the Stanford "
     "NMT release; --from DIR uses a downloaded copy; normlab-data fetch iwslt15_en_vi prints it)."
 )
 

@@ -1,9 +1,8 @@
-#!/usr/bin/env python
 """IWSLT14 De-En exactly as fairseq's examples/translation/prepare-iwslt14.sh prepares it.
 
-    python scripts/prepare_iwslt14.py --out data/iwslt14_de_en                   # download
-    python scripts/prepare_iwslt14.py --out data/iwslt14_de_en --archive de-en.tgz
-    python scripts/prepare_iwslt14.py --out data/iwslt14_de_en --orig path/to/de-en/
+    normlab-data prepare iwslt14_de_en --out data/iwslt14_de_en                   # download
+    normlab-data prepare iwslt14_de_en --out data/iwslt14_de_en --archive de-en.tgz
+    normlab-data prepare iwslt14_de_en --out data/iwslt14_de_en --orig path/to/de-en/
 
 Step by step, as the shell script (Moses' perl scripts replaced by sacremoses, subword-nmt by the
 `tokenizers` library through normlab.data.bpe, which writes subword-nmt's formats):
@@ -32,9 +31,8 @@ import urllib.request
 from multiprocessing import Pool
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from normlab.data.bpe import JointBPE  # noqa: E402
-from normlab.data.parallel import read_lines  # noqa: E402
+from .bpe import JointBPE
+from .parallel import read_lines
 
 URLS = [
     "http://dl.fbaipublicfiles.com/fairseq/data/iwslt14/de-en.tgz",
@@ -168,7 +166,9 @@ def fetch(args, orig: Path) -> Path:
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="normlab-data prepare iwslt14_de_en", description=__doc__.split("\n")[0]
+    )
     p.add_argument(
         "--out",
         required=True,

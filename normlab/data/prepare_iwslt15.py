@@ -1,8 +1,7 @@
-#!/usr/bin/env python
 """IWSLT15 En-Vi as released by Stanford NMT (Luong & Manning 2015), checked and laid out for normlab.
 
-    python scripts/prepare_iwslt15.py --out data/iwslt15_en_vi              # download
-    python scripts/prepare_iwslt15.py --out data/iwslt15_en_vi --from DIR   # a downloaded copy
+    normlab-data prepare iwslt15_en_vi --out data/iwslt15_en_vi              # download
+    normlab-data prepare iwslt15_en_vi --out data/iwslt15_en_vi --from DIR   # a downloaded copy
 
 The release is already tokenized and split, so unlike IWSLT14 there is nothing to tokenize,
 clean or lowercase (En-Vi results are reported on this cased, tokenized text). The files are
@@ -20,9 +19,8 @@ import sys
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from normlab.data.parallel import read_lines, read_parallel  # noqa: E402
-from normlab.errors import DataError  # noqa: E402
+from ..errors import DataError
+from .parallel import read_lines, read_parallel
 
 URL = "https://nlp.stanford.edu/projects/nmt/data/iwslt15.en-vi/"
 SPLITS = {"train": 133_317, "tst2012": 1_553, "tst2013": 1_268}
@@ -64,7 +62,9 @@ def check(out: Path) -> dict[str, int]:
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="normlab-data prepare iwslt15_en_vi", description=__doc__.split("\n")[0]
+    )
     p.add_argument("--out", required=True, help="target folder, e.g. data/iwslt15_en_vi")
     p.add_argument("--from", dest="source", help="a folder holding the downloaded release files")
     p.add_argument("--url", default=URL, help="base URL of the release")
