@@ -102,7 +102,7 @@ reproduce-prenorm: $(PY)  ## enwik8 with pre-norm, all 9 norms: make reproduce-p
 reproduce-placement: $(PY)  ## IWSLT14 and enwik8, 4 norms x 6 placements: make reproduce-placement [SEEDS=...] [BUDGET_MIN=60]
 	$(PY) -m normlab.campaigns.xu2019 --study placement $(STUDY_ARGS) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(OVERRIDES),-- $(OVERRIDES))
 
-grid-start: $(PY)  ## a detached slice: make grid-start STUDY=fixed|tuned|prenorm|placement BUDGET_MIN=110 [COMMIT=sha] [THEN='tuned --commit sha']
+grid-start: $(PY)  ## a detached slice: make grid-start STUDY=fixed|tuned|prenorm|placement|confirm BUDGET_MIN=110 [COMMIT=sha] [THEN='tuned --commit sha']
 	@test -d "$(NORMLAB_DATA)" || { echo "no data folder at $(NORMLAB_DATA): set NORMLAB_DATA or link ./data" >&2; exit 2; }
 	scripts/grid.sh start $(STUDY) $(or $(BUDGET_MIN),$(error BUDGET_MIN= is required)) --scale $(SCALE) --jobs $(JOBS) \
 	  $(if $(COMMIT),--commit $(COMMIT)) $(if $(THEN),--then $(THEN) --scale $(SCALE) --jobs $(JOBS))

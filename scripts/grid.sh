@@ -3,6 +3,7 @@
 #
 #   scripts/grid.sh start fixed 110 [extra driver arguments]   # STUDY, BUDGET_MIN
 #   scripts/grid.sh start placement 130 --jobs 2 --then tuned --tasks enwik8 --jobs 2
+#   scripts/grid.sh start confirm 110 --commit SHA       # the confirmatory study (its declaration)
 #   scripts/grid.sh status fixed
 #   scripts/grid.sh stop fixed
 #
@@ -17,13 +18,17 @@
 # Each study's log and pid file: runs/grid/<study>.* (the pid file moves along the chain).
 set -uo pipefail
 cmd=${1:?usage: scripts/grid.sh start|status|stop STUDY [BUDGET_MIN] [driver args] [--then STUDY [args]]}
-study=${2:?a study: fixed, tuned, prenorm or placement}
+study=${2:?a study: fixed, tuned, prenorm, placement, confirm-lr or confirm}
 self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 cd "$(git rev-parse --show-toplevel)"
 py=${PYTHON:-.venv/bin/python}
 dir=${GRID_DIR:-runs/grid}
-known() { case $1 in fixed | prenorm | placement | tuned | confirm-lr) return 0 ;; esac; echo "grid.sh: unknown study '$1' (fixed, tuned, prenorm, placement or confirm-lr)" >&2; return 1; }
-driver() { echo -m normlab.campaigns.xu2019 --study "$1"; }
+known() { case $1 in fixed | prenorm | placement | tuned | confirm-lr | confirm) return 0 ;; esac; echo "grid.sh: unknown study '$1' (fixed, tuned, prenorm, placement, confirm-lr or confirm)" >&2; return 1; }
+# confirm: the confirmatory study, trained from its declaration (a fixed kind's grid)
+driver() {
+  if [[ $1 == confirm ]]; then echo -m normlab.campaigns.xu2019 --declaration normlab/campaigns/xu2019/confirm.yaml
+  else echo -m normlab.campaigns.xu2019 --study "$1"; fi
+}
 alive() { [[ -f $dir/$1.pid ]] && kill -0 "$(cat "$dir/$1.pid")" 2>/dev/null; }
 [[ $cmd == _chain ]] || known "$study" || exit 2
 pidf=$dir/$study.pid log=$dir/$study.log
@@ -87,7 +92,7 @@ case $cmd in
       exit 2
     fi
     mkdir -p "$dir"
-    for s in fixed prenorm tuned placement; do
+    for s in fixed prenorm tuned placement confirm-lr confirm; do
       if alive "$s"; then
         if [[ $s == "$study" ]]; then echo "grid.sh: $study already runs (pid $(cat "$dir/$s.pid")); make grid-stop STUDY=$study first" >&2
         else echo "grid.sh: study $s runs (pid $(cat "$dir/$s.pid")): one study at a time shares the cores" >&2; fi
