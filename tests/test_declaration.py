@@ -214,6 +214,10 @@ def test_a_declared_studys_rows_are_tested_as_its_declaration_says(tmp_path):
     assert declared.margin("acc") == 0.7 != protocol().margin("acc")
     assert declared.futility == 0.25 and declared.looks == (2, 3) != protocol().looks
     assert declared.trained_margin == protocol().trained_margin and declared.study == "confirm"
+    # a claim the file does not declare is outside its family, as an exploratory row is
+    assert declared.is_exploratory("adanorm_improves", "rt")
+    assert not declared.is_exploratory("ln_simple_no_worse", "rt")
+    assert not protocol().is_exploratory("adanorm_improves", "rt")
     for task in ("rt", "sst2"):  # LayerNorm-simple 0.5 points below: inside 0.7, not inside 0.2
         for seed in (101, 102, 103):
             make_run(tmp_path / "runs", task, "layernorm", seed, 70.0 + seed % 3)
@@ -243,3 +247,57 @@ def test_a_declared_studys_rows_are_tested_as_its_declaration_says(tmp_path):
     assert fam.when is None and "git cannot tell" in family_sentence(fam)
     default = [f for f in findings(Grid(runs, protocol=protocol())) if f.claim.key == rt.claim.key]
     assert {f.margin for f in default} == {0.2}
+
+
+def test_a_declared_study_adds_its_declared_seeds_to_its_open_rows_at_their_own_lrs(tmp_path):
+    """After the first look, the declared grid names the next look's seeds, in the declared order
+    (not the next integers), at each norm's declared lr, for the norms of the family's unresolved
+    rows only: a row the declaration lists as exploratory trains the first look alone."""
+    import shutil
+
+    from test_report import make_run
+
+    from normlab.campaigns.xu2019.kinds import Fixed
+    from normlab.campaigns.xu2019.request import parse
+
+    decl = write(tmp_path, (
+        "study: confirm\nclaims: [ln_simple_no_worse]\nmargins: {acc: 0.2}\nlooks: [5, 10]\n"
+        "seeds: [101, 102, 103, 104, 105, 201, 202, 203, 204, 205]\ntasks: [rt, sst2, mnist]\n"
+        "norms: [layernorm, layernorm_simple]\n"
+        "lrs: {rt: {layernorm: 0.002, layernorm_simple: 0.004}, "
+        "sst2: {layernorm: 0.002, layernorm_simple: 0.004}, "
+        "mnist: {layernorm: 0.001, layernorm_simple: 0.001}}\n"
+        "exploratory: [ln_simple_no_worse@sst2]\n"
+    ))  # fmt: skip
+    r = parse(["--declaration", str(decl), "--scale", "mini", "--jobs", "1",
+               "--root", str(tmp_path / "runs"), "--out", str(tmp_path / "res")])  # fmt: skip
+
+    def new_grid():
+        return Fixed(r).grid("c", False, None)
+
+    first = new_grid().jobs()
+    assert {j.seed for j in first} == {101, 102, 103, 104, 105} and len(first) == 30
+    assert {(j.task, j.norm, j.lr) for j in first if j.task == "rt"} == {
+        ("rt", "layernorm", 0.002), ("rt", "layernorm_simple", 0.004),
+    }  # fmt: skip
+    noise = (0.3, -0.5, 0.1, 0.4, -0.2)
+    for job in first:
+        e = noise[job.seed - 101]
+        # mnist: LayerNorm-simple clearly no worse (resolved); rt and sst2: noisy ties
+        a, b = {"mnist": (98.0 + e / 100, 97.0), "rt": (75 + 2 * e, 75 - e)}.get(
+            job.task, (80 + 2 * e, 80 - e)
+        )
+        value = a if job.norm == "layernorm_simple" else b
+        d = make_run(tmp_path / "made", job.task, job.norm, job.seed, value, lr=job.lr)
+        s = d / "summary.json"
+        s.write_text(s.read_text().replace('"completed"', '"completed", "git_commit": "c"'))
+        dest = tmp_path / "res" / "runs" / job.rel()
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(d, dest)
+    grid = new_grid()
+    added = [j for j in grid.jobs() if j.seed not in range(101, 106)]
+    assert {(j.task, j.norm, j.lr) for j in added} == {
+        ("rt", "layernorm", 0.002), ("rt", "layernorm_simple", 0.004),
+    }  # fmt: skip
+    assert sorted({j.seed for j in added}) == [201, 202, 203, 204, 205]
+    assert grid.roles[205] == "evaluation" and grid.plan() == added

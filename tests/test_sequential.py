@@ -259,12 +259,11 @@ def test_a_row_the_futility_rule_stops_gains_no_seeds_and_stays_stopped(tmp_path
     # a floor that stops a tie in this small family (in the primary family's 33 rows a tie's chance
     # is lower: Holm over more rows asks more of each)
     floor = dataclasses.replace(PROTOCOL, futility=0.15)
-    monkeypatch.setattr(G, "protocol", lambda: floor)
 
     def new_grid():
         return G.SequentialGrid(
             ["rt", "sst2"], ["layernorm", "layernorm_simple", "adanorm"], [2, 3, 4, 5, 6],
-            max_seeds=15, scale="mini", name="xu2019", root=tmp_path / "runs",
+            max_seeds=15, protocol=floor, scale="mini", name="xu2019", root=tmp_path / "runs",
             copies=tmp_path / "copies", commit="c", dirty=False, code=None, roles={},
             committed=tmp_path / "committed",
         )  # fmt: skip

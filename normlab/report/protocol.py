@@ -64,6 +64,9 @@ class Protocol:
     # a declared study's rows left out of its family ("claim@task"): tested, uncorrected, labelled
     # exploratory (the rows its power plan said it cannot resolve)
     exploratory: frozenset = frozenset()
+    # a declared study's claims (None: every claim tested is the family's); a row of another claim
+    # was not declared, so it stays out of the family as an exploratory row does
+    claims: Optional[frozenset] = None
     # the declared study whose family this protocol is ("": none, or the campaign's own studies),
     # and the file that declared it, whose last commit dates the declaration against the runs
     study: str = ""
@@ -151,7 +154,8 @@ class Protocol:
 
     def is_exploratory(self, claim: str, task: str) -> bool:
         """Whether the row of ``claim`` on ``task`` is declared outside the family."""
-        return f"{claim}@{task}" in self.exploratory
+        undeclared = self.claims is not None and claim not in self.claims
+        return undeclared or f"{claim}@{task}" in self.exploratory
 
     def outside(self, task: str, scale: str) -> str:
         """Why ``task`` at ``scale`` is declared outside the learning regime, or ""."""

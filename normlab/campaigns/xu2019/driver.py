@@ -70,6 +70,14 @@ def grid_record(r: Request) -> dict:
         grid.update(factors=r.factors, extend=r.extend)
     if r.until_resolved:  # seeds were added to unresolved rows, up to max_seeds
         grid.update(until_resolved=True, max_seeds=r.max_seeds)
+    if r.declaration is not None:  # a declared study adds its declared seeds at its looks
+        d = r.declaration
+        grid.update(
+            declaration={"file": rel(d.path), "hash": d.hash},
+            until_resolved=True,
+            max_seeds=d["looks"][-1],
+            order=list(d["seeds"]),
+        )
     return grid
 
 

@@ -30,12 +30,15 @@ def added_seeds_text(rec: dict) -> str:
     grid = rec.get("grid") or {}
     if not grid.get("until_resolved"):
         return ""
-    added = added_seeds(grid.get("seeds") or [], int(grid["max_seeds"]))
+    first, most = grid.get("seeds") or [], int(grid["max_seeds"])
+    declared = grid.get("order")  # a declaration's seeds, in the order it adds them
+    added = declared[len(first) : most] if declared else added_seeds(first, most)
     if not added:
         return ""
+    how = "as declared" if declared else "--until-resolved"
     return (
         f", then {added[0]}-{added[-1]} for the norms of the primary rows a look left unresolved "
-        f"(--until-resolved, up to {grid['max_seeds']} seeds; each row's n in findings.md)"
+        f"({how}, up to {most} seeds; each row's n in findings.md)"
     )
 
 

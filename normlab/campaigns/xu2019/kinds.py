@@ -69,6 +69,15 @@ class Fixed:
     def grid(self, commit: str, dirty: bool, code) -> Study:
         r = self.r
         kw = dict(name=r.run_name, overrides=r.overrides, **r.study_args(commit, dirty, code))
+        if r.declaration is not None:  # its looks are declared: seeds go to its open rows
+            from .protocol import of_declaration
+            from .sequential_grid import SequentialGrid
+
+            d = r.declaration
+            return SequentialGrid(
+                r.tasks, r.norms, r.seeds, r.variants, max_seeds=d["looks"][-1], lrs=r.lrs,
+                protocol=of_declaration(d), family=d["study"], order=d["seeds"], **kw,
+            )  # fmt: skip
         if r.until_resolved:
             from .sequential_grid import SequentialGrid
 
@@ -90,8 +99,10 @@ class Fixed:
 
     def describe(self, commit: str, source: str, grid: Study) -> str:
         r = self.r
+        d = r.declaration
+        name = f"{d['study']} (declared in {d.path}, {d.hash[:12]})" if d else r.study
         return (
-            f"study {r.study} ({r.decl['name']}) at commit {commit[:12]}: {len(r.tasks)} tasks x "
+            f"study {name} ({r.decl['name']}) at commit {commit[:12]}: {len(r.tasks)} tasks x "
             f"{len(r.norms)} norms x "
             + (f"{len(r.variants)} variants x " if len(r.variants) > 1 else "")
             + f"seeds {','.join(map(str, r.seeds))} "

@@ -55,6 +55,7 @@ def of_declaration(declaration) -> Protocol:
         futility=float(d["futility"]) if d.get("futility") is not None else None,
         looks=tuple(int(n) for n in d["looks"]),
         exploratory=frozenset(str(r) for r in d.get("exploratory") or ()),
+        claims=frozenset(str(c) for c in d["claims"]),
         study=str(d["study"]),
         declared_in=str(declaration.path),
         source=f"{declaration.path} (declaration {declaration.hash[:12]})",

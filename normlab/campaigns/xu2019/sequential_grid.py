@@ -9,31 +9,59 @@ declared futility rule stops (claims.yaml ``sequential.futility``: its chance to
 last look, report/sequential.py, below the floor), at this look or any later one. It stops at the
 last look (claims.yaml ``sequential``, or ``--max-seeds``). The jobs are named in stages, as the
 tuned grid's, so the driver's executor trains each look as soon as the one before has finished.
+
+A confirmatory study (``--declaration``) is this grid under what its file declares: its looks,
+futility floor, margins and alpha (its protocol), its own family of rows, its seeds in their
+declared order and each norm's own lr; a row it declares exploratory trains the first look only.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
 from ...make_report import provider_for
 from ...report.aggregate import Grid
 from ...report.axis import task_of
+from ...report.protocol import Protocol
 from ...report.trained import gate_with
 from ...study.fixed_grid import FixedGrid
 from ...study.grid import Job
 from .family import apply
 from .findings import added_seeds, findings, look_sizes
-from .protocol import protocol, settings
+from .protocol import protocol as campaign_protocol
+from .protocol import settings
 
 
 class SequentialGrid(FixedGrid):
     """The fixed grid of the primary study, with seeds added to its unresolved rows' norms."""
 
-    def __init__(self, *args, max_seeds: int, **kw):
+    def __init__(
+        self,
+        *args,
+        max_seeds: int,
+        protocol: Optional[Protocol] = None,
+        family: Optional[str] = None,
+        order: Optional[Sequence[int]] = None,
+        **kw,
+    ):
+        """``protocol``: the one the rows are tested under (None: the campaign's); ``family``: the
+        study whose family the rows are (None: the primary one); ``order``: every seed the grid may
+        train, in the order it adds them (None: the first look's, then the next integers)."""
         super().__init__(*args, **kw)
-        self.sizes = [n for n in look_sizes() if n <= max_seeds]
-        # the seeds in the order they are added: the first look's, then the next integers
-        self.order = list(self.seeds) + added_seeds(list(self.seeds), max_seeds)
+        self.protocol = protocol or campaign_protocol()
+        self.family = family or settings()["primary"]
+        self.sizes = [n for n in (list(self.protocol.looks) or look_sizes()) if n <= max_seeds]
+        self.order = (
+            list(order)
+            if order is not None
+            else list(self.seeds) + added_seeds(list(self.seeds), max_seeds)
+        )
+        short = bool(self.sizes) and len(self.order) < self.sizes[-1]
+        if self.order[: len(self.seeds)] != list(self.seeds) or short:
+            raise ValueError(
+                f"seeds {self.order}: the first look's {self.seeds} first, then at least "
+                f"{self.sizes[-1]} in all"
+            )
         for s in self.order[len(self.seeds) :]:
             self.roles.setdefault(s, "evaluation")
         self._open: dict[frozenset, tuple] = {}
@@ -47,9 +75,9 @@ class SequentialGrid(FixedGrid):
         key = frozenset(jobs)
         if key not in self._open:
             runs = [r for j in jobs if (r := self.final_run(j)) is not None]
-            grid = gate_with(Grid(runs, protocol=protocol()), provider_for(runs))
+            grid = gate_with(Grid(runs, protocol=self.protocol), provider_for(runs))
             rows = findings(grid)
-            apply(settings()["primary"], rows, True, True, protocol=grid.protocol)
+            apply(self.family, rows, True, True, protocol=grid.protocol)
             seeds: dict[tuple, set] = {}
             for j in jobs:
                 seeds.setdefault((j.task, j.norm), set()).add(j.seed)
@@ -58,7 +86,8 @@ class SequentialGrid(FixedGrid):
             # stopped at an earlier look stays stopped
             full, earlier = [], []
             for f in rows:
-                if f.verdict("holm") == "unresolved":
+                # an exploratory row is outside the family: its first look is all it trains
+                if f.primary and f.verdict("holm") == "unresolved":
                     task = task_of(f.column)
                     has = all(seeds.get((task, m)) == look for m in (f.claim.a, f.claim.b))
                     (full if has else earlier).append(f)
@@ -75,7 +104,7 @@ class SequentialGrid(FixedGrid):
 
     def futility_lines(self) -> list[str]:
         """The unresolved rows the declared futility rule stopped, at the last look read."""
-        floor = protocol().futility
+        floor = self.protocol.futility
         lines = []
         if self.stopped:
             rows = ", ".join(
@@ -83,9 +112,9 @@ class SequentialGrid(FixedGrid):
                 for f in sorted(self.stopped, key=lambda f: f.resolve_chance)
             )
             lines.append(
-                f"futility (claims.yaml sequential.futility {floor}): {len(self.stopped)} "
-                f"unresolved row(s) gain no more seeds, their chance to resolve by "
-                f"{look_sizes()[-1]} seeds below {floor}: {rows}"
+                f"futility ({self.protocol.source or 'claims.yaml'}: {floor}): "
+                f"{len(self.stopped)} unresolved row(s) gain no more seeds, their chance to resolve "
+                f"by {self.sizes[-1]} seeds below {floor}: {rows}"
             )
         if self.stopped_before:
             rows = ", ".join(f"{f.claim.key} on {f.column}" for f in self.stopped_before)
@@ -108,7 +137,7 @@ class SequentialGrid(FixedGrid):
                 break
             seeds = self.order[self.sizes[k - 1] : self.sizes[k]]
             current = current + [
-                Job(t, n, None, s, v)
+                Job(t, n, self.lrs.get((t, n)), s, v)
                 for t in self.tasks
                 for n in self.norms
                 if (t, n) in pairs
