@@ -120,6 +120,8 @@ class Finding:
     p: Optional[float] = None
     p_seq: Optional[float] = None  # valid under adding seeds: K x the smallest p of the looks made
     ci90: Optional[tuple] = None
+    # the shown difference's (mean, standard error, df) on the seeds tested: its sign's own test
+    stream: Optional[tuple] = field(default=None, compare=False)
     margin: Optional[float] = None
     paper: str = "–"
     corr: Optional[float] = None  # between-norm correlation of the paired values over seeds
@@ -339,6 +341,7 @@ def evaluate_cells(
     if row.n >= 2 and all(st is not None for st in streams) and f.margin is not None:
         f.hyps = _hypotheses(claim.form, f.margin, streams)
         f.p = f.hyps[0]["p"]  # the claim's own hypothesis
+        f.stream = tuple(float(x) for x in streams[-1])
         if looks is not None:
             # the looks: the seeds both norms ran, in the order they were added, a seed one norm
             # did not complete included; a seed only one norm ran (added for another row of its
@@ -423,6 +426,7 @@ def _unpaired(f: Finding, va: dict, vb: dict, sign: float, div: str, protocol: P
         return f
     f.hyps = _hypotheses(f.claim.form, f.margin, streams)
     f.p = f.hyps[0]["p"]
+    f.stream = tuple(float(x) for x in streams[-1])
     if n_streams == 2:
         f.diff_train = float(streams[0].mean)
     f.sentence = (

@@ -1,8 +1,11 @@
 """Whether the primary family was declared before its data: computed from git, never written by
 hand. The declaration is the claims files (normlab/configs/study/claims.yaml and the campaign's
-claims.yaml); its time is the last commit that changed either. The data are the runs the results
-folder reports; their time is the earliest commit they were trained at (reproduce.json's
-``run_git_commits``). A family whose declaration changed after its first run was trained is
+claims.yaml; a confirmatory study's declaration file too). The data are the runs the results
+folder reports, trained at the commits reproduce.json's ``run_git_commits`` names. The family was
+declared before its data when every file declares the same at every one of those commits as it
+does now (parsed, as the declaration's hash is: a comment or a re-indent is no change), so the
+runs were trained under the declaration as it stands; the dates shown are the files' last change
+and the earliest run's commit. A family whose declaration changed after a run was trained is
 exploratory: its tests check the rule, not a prediction made before the runs."""
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Iterable, NamedTuple, Optional, Sequence
+
+import yaml
 
 from ...gitinfo import REPO, GitError, git
 from .findings import CLAIMS_FILE
@@ -19,7 +24,7 @@ FILES = (PROTOCOL_FILE, CLAIMS_FILE)
 
 
 class Declared(NamedTuple):
-    before: bool  # the declaration's last change predates the earliest run's commit
+    before: bool  # every run's commit declares what the files declare now
     declaration: str  # "<commit[:7]> (<date>)"
     data: str  # the earliest run's commit, "<commit[:7]> (<date>)"
 
@@ -32,6 +37,30 @@ def _when(*args: str) -> Optional[tuple[str, int, str]]:
         return None
     parts = out.split()
     return (parts[0], int(parts[1]), parts[2]) if len(parts) == 3 else None
+
+
+def _parsed(text: str):
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:  # not YAML: its text is what it declares
+        return text
+
+
+def _unchanged_at(commit: str, files: Sequence[str]) -> Optional[bool]:
+    """Whether each of ``files`` (paths in the checkout) declares at ``commit`` what it declares
+    now; None when the clone does not hold the commit."""
+    try:
+        git("cat-file", "-e", f"{commit}^{{commit}}")
+    except (GitError, OSError):
+        return None
+    for f in files:
+        try:
+            then = git("show", f"{commit}:{f}")
+        except (GitError, OSError):
+            return False  # the file did not exist there: declared after that run
+        if _parsed(then) != _parsed((REPO / f).read_text()):
+            return False
+    return True
 
 
 def declared(
@@ -49,15 +78,15 @@ def declared(
         except (OSError, ValueError, TypeError):
             return None
         commits = record.get("run_git_commits") or {}
-    commits = sorted({c for c in commits if c})
+    commits = sorted({c.removesuffix("-dirty") for c in commits if c})
     try:
-        decl = _when("--", *(str(Path(f).resolve().relative_to(REPO)) for f in files))
+        rel = [str(Path(f).resolve().relative_to(REPO)) for f in files]
     except ValueError:  # a declaration outside the checkout: git cannot date it
         return None
-    runs = [w for c in commits if (w := _when(c.removesuffix("-dirty")))]
-    if decl is None or not runs:
+    decl = _when("--", *rel)
+    runs = [w for c in commits if (w := _when(c))]
+    unchanged = [_unchanged_at(c, rel) for c in commits]
+    if decl is None or not runs or None in unchanged:
         return None
     first = min(runs, key=lambda w: w[1])
-    return Declared(
-        decl[1] < first[1], f"{decl[0][:7]} ({decl[2]})", f"{first[0][:7]} ({first[2]})"
-    )
+    return Declared(all(unchanged), f"{decl[0][:7]} ({decl[2]})", f"{first[0][:7]} ({first[2]})")

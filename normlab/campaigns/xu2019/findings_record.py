@@ -30,6 +30,8 @@ FILE = "findings.json"
 VERSION = 6
 # set by family.apply over the family: not the folder's own; and the level, the protocol's
 ADJUSTED = ("primary", "p_holm", "mde", "seeds_needed", "resolve_chance", "stopped", "alpha")
+# read by this report's own rows only (the agreement with the paper), never by a family's
+UNRECORDED = ("stream",)
 
 
 def runs_digest(runs: Path) -> str:
@@ -44,7 +46,8 @@ def runs_digest(runs: Path) -> str:
 
 
 def _row(f: Finding) -> dict:
-    d = {k.name: getattr(f, k.name) for k in dataclasses.fields(f) if k.name not in ADJUSTED}
+    skip = (*ADJUSTED, *UNRECORDED)
+    d = {k.name: getattr(f, k.name) for k in dataclasses.fields(f) if k.name not in skip}
     d["claim"] = f.claim.key
     d["hyps"] = [{k: v for k, v in h.items() if k != "p_holm"} for h in f.hyps]
     return d

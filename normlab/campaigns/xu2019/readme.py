@@ -126,6 +126,23 @@ def _by_claim(root: Path):
                 yield study, folder, claim, mine
 
 
+def agreement_lines(root: Path) -> list[str]:
+    """One line per study whose folder has the agreement table: its tally with the paper."""
+    from .agreement import ORDER
+
+    out = []
+    for study, folder, _ in studies(root):
+        rows = read_csv(root / folder / "paper_agreement.csv")
+        if not rows:
+            continue
+        n = {k: sum(r["outcome"].split(" (")[0] == k for r in rows) for k in ORDER}
+        counts = ", ".join(f"{k} {n[k]}" for k in ORDER if n[k])
+        out.append(
+            f"- `{folder}` ({study}): {counts} (of {len(rows)} claim rows on the paper's tasks)."
+        )
+    return out
+
+
 def _resolves(r: dict) -> bool:
     try:
         return float(r["MDE"]) <= float(r["margin"].lstrip("±"))
@@ -246,6 +263,16 @@ def section(root: Path, full: bool = True) -> str:
         table.strip(),
         "",
     ]
+    agreed = agreement_lines(root)
+    if agreed:  # the sign of each claim's difference against the paper's, error-controlled
+        agreed = [
+            "**Agreement in sign with the paper's published differences** (each folder's "
+            "`paper_agreement` table: two-sided tests, × looks, Holm over the table; 'paper tie': "
+            "the paper prints one score for both norms):",
+            "",
+            *agreed,
+            "",
+        ]
     speed = time_to_target_lines(root)
     if speed:  # descriptive: how fast, not how good
         speed = [
@@ -263,6 +290,7 @@ def section(root: Path, full: bool = True) -> str:
             "",
             *claim_lines(root),
             "",
+            *agreed,
             *speed,
             END,
         ]
@@ -280,6 +308,7 @@ def section(root: Path, full: bool = True) -> str:
         + " 'rows the design can resolve': the minimum detectable effect (80% power at the "
         "primary family's alpha / m, at alpha for a secondary study) is at most the margin.",
         "",
+        *agreed,
     ]
     over = overfitting_lines(root)
     if over:

@@ -12,9 +12,10 @@ from ...report.aggregate import Grid, data_sentence
 from ...report.report import Findings
 from ...report.tables import Table
 from . import findings_record
+from .agreement import agreement, agreement_table, tally
 from .family import build, family_table
 from .findings import findings
-from .findings_text import findings_table, method, sign_table, summary_lines
+from .findings_text import findings_table, looks, method, sign_table, summary_lines
 from .paper_figures import PAPER_FIGURES, paper_figure
 from .paper_tables import TABLES, paper_tables
 from .protocol import protocol
@@ -22,7 +23,7 @@ from .tuned import member_key
 
 
 class Xu2019:
-    table_keys = (*TABLES, "findings", "family", "sign_tests")
+    table_keys = (*TABLES, "findings", "family", "sign_tests", "paper_agreement")
     figure_keys = tuple(PAPER_FIGURES)
 
     @property
@@ -41,13 +42,23 @@ class Xu2019:
         # a folder's record counts for another report only when this report read the runs as
         # member_findings does (no setting axis)
         key = member_key(fam.study, member) if fam.declared and not grid.axis else None
+        agreed = agreement(fs, fam.protocol.alpha, len(looks(fam)))
+        tables = [
+            findings_table(grid, fs, fam, fam.study),
+            family_table(fam, data_sentence(grid)),
+            sign_table(fam, data_sentence(grid)),
+        ]
+        lines = summary_lines(fs, fam, fam.study)
+        if agreed:
+            tables.append(
+                agreement_table(agreed, fam.study, fam.protocol.alpha, data_sentence(grid))
+            )
+            lines.append(
+                f"- Agreement in sign with the paper's published differences: {tally(agreed)}."
+            )
         return Findings(
-            [
-                findings_table(grid, fs, fam, fam.study),
-                family_table(fam, data_sentence(grid)),
-                sign_table(fam, data_sentence(grid)),
-            ],
-            summary_lines(fs, fam, fam.study),
+            tables,
+            lines,
             method(fam),
             lambda out: [findings_record.write(out, fs, key)],
         )
