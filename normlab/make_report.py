@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         "run_dirs",
         nargs="+",
         type=Path,
-        help="run directories, or folders searched recursively for them (e.g. runs/mini/xu2019)",
+        help="run directories, or folders searched recursively for them (e.g. runs/mini/my-sweep)",
     )
     p.add_argument("--version", action="version", version=version_text())
     p.add_argument("--out", type=Path, required=True, help="output folder (created)")

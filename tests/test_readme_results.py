@@ -151,3 +151,47 @@ def test_the_overfitting_timing_the_statistics_guide_quotes_is_the_committed_run
         f"over the {n} seed pairs the within-task correlation of that head start with the rise"
         f" difference is {rise} and with the gap difference {gap}"
     ) in guide, out
+
+
+@pytest.mark.skipif(not HAS_RESULTS, reason="no committed results/mini tables")
+def test_the_confirmatory_study_leads_the_results_once_committed(tmp_path):
+    """With the confirmatory folder committed, the generated results lead with it: its provenance
+    first, its test metric table, its claim rows before the fixed-lr family's, which reads as the
+    exploratory record beside it; the declaration is dated against the folder's runs."""
+    import json
+
+    from normlab.campaigns.xu2019.declared import FILES
+    from normlab.campaigns.xu2019.readme import section
+    from normlab.gitinfo import git
+
+    for folder in ("mini", "mini-tuned", "mini-enwik8-prenorm"):
+        shutil.copytree(
+            REPO / "results" / folder,
+            tmp_path / "results" / folder,
+            ignore=shutil.ignore_patterns("runs", "figures"),
+        )
+    before = section(tmp_path)
+    assert "mini-confirm" not in before and "`results/mini` is the primary family" in before
+    # the fixed-lr folder's tables stand in for the confirmatory ones, its runs trained at the
+    # commit that declares the study as it stands
+    confirm = tmp_path / "results" / "mini-confirm"
+    shutil.copytree(tmp_path / "results" / "mini", confirm)
+    (confirm / "summary.md").write_text(
+        (confirm / "summary.md").read_text().replace("| LayerNorm |", "| LayerNorm (confirm) |")
+    )
+    decl = "normlab/campaigns/xu2019/confirm.yaml"
+    commit = git("log", "-1", "--format=%H", "--", decl, *map(str, FILES))
+    record = json.loads((confirm / "reproduce.json").read_text())
+    record["run_git_commits"] = {commit: 245}
+    (confirm / "reproduce.json").write_text(json.dumps(record))
+    for full in (True, False):
+        after = section(tmp_path, full=full)
+        provenance = [x for x in after.splitlines() if x.startswith("- `results/")]
+        assert provenance[0].startswith("- `results/mini-confirm`: ")
+        assert f"`results/mini-confirm` is the confirmatory family (declared in {decl} at " in after
+        assert ", before its runs); `results/mini` is the fixed-lr family" in after
+        assert "(`results/mini-confirm/summary.md`;" in after and "LayerNorm (confirm)" in after
+    claims = [x for x in after.splitlines() if x.startswith("- *")]
+    assert claims and all(
+        x.index("`results/mini-confirm`") < x.index("`results/mini`") for x in claims
+    )

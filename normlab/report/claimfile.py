@@ -1,5 +1,5 @@
 """A claims file: the claims a report tests as its primary family (``normlab-report --claims
-FILE``; the paper's five are normlab/campaigns/xu2019/claims.yaml, read by this same loader).
+FILE``; a campaign's claims are a file of this format too, read by this same loader).
 
 ```yaml
 alpha: 0.05                 # optional; else the report's protocol's (normlab.report.protocol)

@@ -23,7 +23,8 @@ of one decide a row by the same code.
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+import math
+from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
 from scipy import stats
@@ -124,3 +125,52 @@ def stream_stats(x: np.ndarray, axis: int = -1) -> Stream:
     return Stream(
         x.mean(axis), x.std(axis, ddof=1) / np.sqrt(n), np.full(x.mean(axis).shape, n - 1)
     )
+
+
+def paired_stream(d: Sequence[float]) -> Optional[Stream]:
+    """A paired stream's mean, standard error and df; None below 2 differences or without spread."""
+    if len(d) < 2 or float(np.std(d, ddof=1)) == 0:
+        return None
+    return stream_stats(np.asarray(d, float))
+
+
+def welch_stream(a: Sequence[float], b: Sequence[float]) -> Optional[Stream]:
+    """Two unpaired samples' mean difference, its standard error and Welch's df."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    va, vb = float(np.var(a, ddof=1)) / len(a), float(np.var(b, ddof=1)) / len(b)
+    if va + vb == 0:
+        return None
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    return Stream(np.float64(np.mean(a) - np.mean(b)), np.float64(math.sqrt(va + vb)), df)
+
+
+def hypotheses_of(form: str, margin: float, streams: list) -> list[dict]:
+    return [{"cls": h.cls, "what": h.what, "p": float(h.p)} for h in row(form, margin, streams)]
+
+
+def look_spent(
+    hyps: list[dict],
+    form: str,
+    margin: float,
+    d: list[list[float]],
+    ranks: list[int],
+    seeds_run: int,
+    sizes: Sequence[int],
+) -> None:
+    """Each hypothesis's p valid under adding seeds over the looks ``sizes``: K = len(sizes) times
+    its smallest p of the looks made, capped at 1 (Bonferroni spending, alpha / K per look). Look
+    k tests the differences whose seed is among the first sizes[k] of the ``seeds_run`` seeds the
+    two norms ran (``ranks``: each difference's seed's position, in the order seeds were added); a
+    look is made once that many seeds have run (with fewer than the first, the one look uses them
+    all)."""
+    made = [n for n in sizes if n <= seeds_run] or [seeds_run]
+    best = [math.inf] * len(hyps)
+    for n in made:
+        streams = [paired_stream([x for x, r in zip(col, ranks) if r < n]) for col in d]
+        if any(st is None for st in streams):
+            continue
+        for i, h in enumerate(hypotheses_of(form, margin, streams)):
+            best[i] = min(best[i], h["p"])
+    for h, b in zip(hyps, best):
+        h["p_seq"] = min(1.0, len(sizes) * b) if math.isfinite(b) else None

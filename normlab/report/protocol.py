@@ -108,7 +108,9 @@ class Protocol:
             first, step, last = (
                 int(num(f"sequential.{k}", seq[k])) for k in ("first", "step", "max_seeds")
             )
-            looks = tuple(range(first, last + 1, step)) if step > 0 else (first,)
+            from .stats import look_sizes  # scipy and statsmodels: only for a sequential rule
+
+            looks = tuple(look_sizes(first, step, last))
         else:
             looks = ()
         return cls(

@@ -1,5 +1,4 @@
-"""reproduce.json: how a results folder came to be (a study driver writes it, e.g.
-``python -m normlab.campaigns.xu2019``).
+"""reproduce.json: how a results folder came to be (a campaign's study driver writes it).
 
 One record per results folder: the commit its runs were trained at (and whether that tree was
 clean), the commit the tables were written at, the runs by status and by commit, and one entry per

@@ -24,7 +24,6 @@ the other completed decides the row without a test.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
@@ -219,55 +218,6 @@ def crossed_machines(A: Cell, B: Cell, seeds: Sequence[int]) -> list[int]:
     return [s for s in seeds if ma.get(s) and mb.get(s) and ma[s] != mb[s]]
 
 
-def _stream(d: Sequence[float]) -> Optional[H.Stream]:
-    """A paired stream's mean, standard error and df; None below 2 differences or without spread."""
-    if len(d) < 2 or float(np.std(d, ddof=1)) == 0:
-        return None
-    return H.stream_stats(np.asarray(d, float))
-
-
-def _welch(a: Sequence[float], b: Sequence[float]) -> Optional[H.Stream]:
-    """Two unpaired samples' mean difference, its standard error and Welch's df."""
-    if len(a) < 2 or len(b) < 2:
-        return None
-    va, vb = float(np.var(a, ddof=1)) / len(a), float(np.var(b, ddof=1)) / len(b)
-    if va + vb == 0:
-        return None
-    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
-    return H.Stream(np.float64(np.mean(a) - np.mean(b)), np.float64(math.sqrt(va + vb)), df)
-
-
-def _hypotheses(form: str, margin: float, streams: list) -> list[dict]:
-    return [{"cls": h.cls, "what": h.what, "p": float(h.p)} for h in H.row(form, margin, streams)]
-
-
-def _look_spent(
-    hyps: list[dict],
-    form: str,
-    margin: float,
-    d: list[list[float]],
-    ranks: list[int],
-    seeds_run: int,
-    sizes: Sequence[int],
-) -> None:
-    """Each hypothesis's p valid under adding seeds over the looks ``sizes``: K = len(sizes) times
-    its smallest p of the looks made, capped at 1 (Bonferroni spending, alpha / K per look). Look
-    k tests the differences whose seed is among the first sizes[k] of the ``seeds_run`` seeds the
-    two norms ran (``ranks``: each difference's seed's position, in the order seeds were added); a
-    look is made once that many seeds have run (with fewer than the first, the one look uses them
-    all)."""
-    made = [n for n in sizes if n <= seeds_run] or [seeds_run]
-    best = [math.inf] * len(hyps)
-    for n in made:
-        streams = [_stream([x for x, r in zip(col, ranks) if r < n]) for col in d]
-        if any(st is None for st in streams):
-            continue
-        for i, h in enumerate(_hypotheses(form, margin, streams)):
-            best[i] = min(best[i], h["p"])
-    for h, b in zip(hyps, best):
-        h["p_seq"] = min(1.0, len(sizes) * b) if math.isfinite(b) else None
-
-
 def evaluate_cells(
     claim: Claim,
     A: Cell,
@@ -337,9 +287,9 @@ def evaluate_cells(
     if n_streams == 2 and row.n:
         f.diff_train = float(np.mean(d[0]))
         f.sd_train = float(np.std(d[0], ddof=1)) if row.n >= 2 else None
-    streams = [_stream(col) for col in d]
+    streams = [H.paired_stream(col) for col in d]
     if row.n >= 2 and all(st is not None for st in streams) and f.margin is not None:
-        f.hyps = _hypotheses(claim.form, f.margin, streams)
+        f.hyps = H.hypotheses_of(claim.form, f.margin, streams)
         f.p = f.hyps[0]["p"]  # the claim's own hypothesis
         f.stream = tuple(float(x) for x in streams[-1])
         if looks is not None:
@@ -350,7 +300,7 @@ def evaluate_cells(
             run = sorted(ran_a & ran_b)
             f.n_run = len(run)
             ranks = [run.index(s) for s in seeds]
-            _look_spent(f.hyps, claim.form, f.margin, d, ranks, len(run), looks)
+            H.look_spent(f.hyps, claim.form, f.margin, d, ranks, len(run), looks)
             f.p_seq = f.hyps[0]["p_seq"]
     if claim.form == S.OVERFIT:
         what = (
@@ -416,7 +366,7 @@ def _unpaired(f: Finding, va: dict, vb: dict, sign: float, div: str, protocol: P
     shown = S.SUPERIOR if f.claim.form == S.OVERFIT else f.claim.form
     row = S.welch_by_form(xa[-1], xb[-1], shown, f.margin)
     f.n, f.diff, f.sd, f.t, f.ci90 = row.n, row.diff, row.sd, row.t, row.ci90
-    streams = [_welch(a, b) for a, b in zip(xa, xb)]
+    streams = [H.welch_stream(a, b) for a, b in zip(xa, xb)]
     if f.margin is None:
         f.decided, f.sentence = "no test", f"{no_margin(f.unit, protocol)}; unpaired{div}"
         return f
@@ -424,7 +374,7 @@ def _unpaired(f: Finding, va: dict, vb: dict, sign: float, div: str, protocol: P
         f.decided = "no test"
         f.sentence = f"no spread in either norm's runs, Welch's test is undefined{div}"
         return f
-    f.hyps = _hypotheses(f.claim.form, f.margin, streams)
+    f.hyps = H.hypotheses_of(f.claim.form, f.margin, streams)
     f.p = f.hyps[0]["p"]
     f.stream = tuple(float(x) for x in streams[-1])
     if n_streams == 2:

@@ -1,6 +1,6 @@
-"""The fixed-lr grid: every task x norm x variant x seed at the preset lr (the primary, the pre-norm
-and the placement studies); the tuned grid, whose lrs follow from its selection runs, is the
-campaign's own (normlab.campaigns.xu2019.tuned_grid)."""
+"""The fixed-lr grid: every task x norm x variant x seed at the preset lr, or at each cell's own lr
+where a declaration fixes one; a grid whose lrs follow from its selection runs is a campaign's
+own."""
 
 from __future__ import annotations
 

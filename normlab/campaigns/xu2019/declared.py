@@ -4,8 +4,8 @@ claims.yaml; a confirmatory study's declaration file too). The data are the runs
 folder reports, trained at the commits reproduce.json's ``run_git_commits`` names. The family was
 declared before its data when every file declares the same at every one of those commits as it
 does now (parsed, as the declaration's hash is: a comment or a re-indent is no change), so the
-runs were trained under the declaration as it stands; the dates shown are the files' last change
-and the earliest run's commit. A family whose declaration changed after a run was trained is
+runs were trained under the declaration as it stands; the dates shown are the last commit that
+changed what the files declare and the earliest run's commit. A family whose declaration changed after a run was trained is
 exploratory: its tests check the rule, not a prediction made before the runs."""
 
 from __future__ import annotations
@@ -63,6 +63,19 @@ def _unchanged_at(commit: str, files: Sequence[str]) -> Optional[bool]:
     return True
 
 
+def _last_change(files: Sequence[str]) -> Optional[tuple[str, int, str]]:
+    """(commit, unix time, date) of the last commit that changed what ``files`` declare (a commit
+    that changed a comment only is not one); None outside a checkout."""
+    try:
+        log = git("log", "--format=%H", "--", *files).split()
+    except (GitError, OSError):
+        return None
+    for commit in log:  # newest first: the first whose parent declares otherwise changed it
+        if _unchanged_at(f"{commit}^", files) is not True:
+            return _when(commit)
+    return None
+
+
 def declared(
     folder: Optional[Path],
     commits: Optional[Iterable[str]] = None,
@@ -83,7 +96,7 @@ def declared(
         rel = [str(Path(f).resolve().relative_to(REPO)) for f in files]
     except ValueError:  # a declaration outside the checkout: git cannot date it
         return None
-    decl = _when("--", *rel)
+    decl = _last_change(rel)
     runs = [w for c in commits if (w := _when(c))]
     unchanged = [_unchanged_at(c, rel) for c in commits]
     if decl is None or not runs or None in unchanged:

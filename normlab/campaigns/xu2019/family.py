@@ -81,10 +81,11 @@ def build(
     which the declaration's time is read; ``protocol``: the rows' (None: the campaign's)."""
     where = locate(folder) if folder is not None else None
     # a confirmatory study's rows are the family its declaration (its protocol) names
-    name = study or (where[0] if where else None) or (protocol.study if protocol else "") or None
+    declared_study = protocol.study if protocol else ""
+    name = study or (where[0] if where else None) or declared_study or None
     if name is None:
         return apply("this report", own, primary=True, declared=False, protocol=protocol)
-    primary = name in (settings()["primary"], protocol.study if protocol else None)
+    primary = name in (settings()["primary"], declared_study or None)
     fam = apply(name, own, primary=primary, declared=True, protocol=protocol)
     if primary and folder is not None:
         # a confirmatory study's declaration is dated by its own file too

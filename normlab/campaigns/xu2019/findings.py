@@ -13,13 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from ...report import stats as S
 from ...report.aggregate import Grid
 from ...report.claimfile import load
+from ...report.protocol import Protocol
 from ...report.verdicts import AGAINST, SUPPORTS, UNTESTED, Claim, Finding, claim_rows
 from ...report.verdicts import evaluate as _evaluate
 from . import published as P
-from .protocol import settings
+from .protocol import protocol
 
 __all__ = [
     "AGAINST",
@@ -39,13 +39,12 @@ CLAIMS = load(CLAIMS_FILE).claims
 
 def look_sizes() -> list[int]:
     """The numbers of seeds at which a primary row is tested (claims.yaml ``sequential``)."""
-    q = settings()["sequential"]
-    return S.look_sizes(int(q["first"]), int(q["step"]), int(q["max_seeds"]))
+    return list(protocol().looks)
 
 
-def looks_of(grid: Grid) -> list[int]:
-    """The looks the grid's protocol declares (a confirmatory study's), else the campaign's."""
-    return list(grid.protocol.looks) or look_sizes()
+def looks_of(protocol: Protocol) -> list[int]:
+    """The looks ``protocol`` declares (a confirmatory study's), else the campaign's."""
+    return list(protocol.looks) or look_sizes()
 
 
 def added_seeds(seeds: list[int], max_seeds: int) -> list[int]:
@@ -68,9 +67,9 @@ def _paper(claim: Claim, column: str) -> str:
 
 def evaluate(grid: Grid, claim: Claim, column: str) -> Optional[Finding]:
     """The finding for one claim on one column (unadjusted); None when either norm has no runs there."""
-    return _evaluate(grid, claim, column, looks=looks_of(grid), paper=_paper)
+    return _evaluate(grid, claim, column, looks=looks_of(grid.protocol), paper=_paper)
 
 
 def findings(grid: Grid) -> list[Finding]:
     """Every claim row of one grid, unadjusted (family.apply adjusts them)."""
-    return claim_rows(grid, CLAIMS, looks=looks_of(grid), paper=_paper)
+    return claim_rows(grid, CLAIMS, looks=looks_of(grid.protocol), paper=_paper)

@@ -13,12 +13,12 @@ from ...report.claim_cells import head, num, p_text
 from ...report.tables import Table
 from ...report.verdicts import NEGLIGIBLE, RULE
 from .family import Family, family_sentence
-from .findings import AGAINST, CLAIMS, SUPPORTS, UNTESTED, Finding, look_sizes
+from .findings import AGAINST, CLAIMS, SUPPORTS, UNTESTED, Finding, looks_of
 
 
 def looks(fam: Family) -> list[int]:
     """The family's looks: its protocol's (a confirmatory study's declaration), else the campaign's."""
-    return list(fam.protocol.looks) or look_sizes()
+    return looks_of(fam.protocol)
 
 
 def _seeds(f: Finding, last: int) -> str:

@@ -101,8 +101,9 @@ class Fixed:
         r = self.r
         d = r.declaration
         name = f"{d['study']} (declared in {d.path}, {d.hash[:12]})" if d else r.study
+        run_name = "" if d else f" ({r.decl['name']})"
         return (
-            f"study {name} ({r.decl['name']}) at commit {commit[:12]}: {len(r.tasks)} tasks x "
+            f"study {name}{run_name} at commit {commit[:12]}: {len(r.tasks)} tasks x "
             f"{len(r.norms)} norms x "
             + (f"{len(r.variants)} variants x " if len(r.variants) > 1 else "")
             + f"seeds {','.join(map(str, r.seeds))} "

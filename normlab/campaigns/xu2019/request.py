@@ -16,7 +16,7 @@ from ...report import roles
 from ...study.staging import staging_dir
 from .paper_tables import TABLES
 from .protocol import settings
-from .studies import DRIVER, STUDIES, out_folder
+from .studies import DRIVER, STUDIES, declaration_file, out_folder
 
 USAGE = f"{DRIVER} [--study fixed|prenorm|placement|tuned] [options] [-- overrides]"
 ABOUT = f"""Train what is missing of one of the campaign's studies (normlab/campaigns/xu2019/studies.py), then
@@ -220,6 +220,8 @@ def parse(argv: Optional[list] = None) -> Request:
     p = parser()
     a = p.parse_args(argv)
     decl = STUDIES[a.study]
+    if a.declaration is None and (own := declaration_file(a.study)) is not None:
+        a.declaration = own.relative_to(Path.cwd()) if own.is_relative_to(Path.cwd()) else own
     declared = _declaration(a, p) if a.declaration else None
     if declared is not None:
         first = declared["seeds"][: declared["looks"][0]]

@@ -117,8 +117,37 @@ STUDIES = {
         "make": "make select-confirm-lr",
         "title": "the confirmatory study's lr selection",
     },
+    # The confirmatory study: everything that decides it (claims, tasks, norms, seeds, each norm's
+    # lr, looks, margins, its exploratory rows) is in its declaration, committed before its first
+    # run and frozen by its hash (normlab/study/declaration.py); ``--study confirm`` reads it.
+    "confirm": {
+        "kind": "fixed",
+        "name": "confirm",
+        "declaration": "confirm.yaml",  # beside this module
+        "tasks": (),
+        "out": "{scale}-confirm",
+        "overrides": [],
+        "make": "make grid-start STUDY=confirm",
+        "title": "the confirmatory study",
+        "about": (
+            "The paper's claims tested as declared before the first run "
+            "(normlab/campaigns/xu2019/confirm.yaml): fresh evaluation seeds (101-120), each norm "
+            "at its own lr (chosen on seed 1, results/mini-confirm-lr), seeds added at the "
+            "declared looks to the family's unresolved rows; the rows its power plan could not "
+            "resolve train the first look and read exploratory."
+        ),
+    },
 }
 FIXED_STUDIES = {k: v for k, v in STUDIES.items() if v["kind"] == "fixed"}
+
+
+def declaration_file(study: str):
+    """The declaration file of a declared study (its path), or None."""
+    from pathlib import Path
+
+    name = STUDIES[study].get("declaration")
+    return Path(__file__).with_name(name) if name else None
+
 
 DRIVER = "python -m normlab.campaigns.xu2019"
 DRIVERS = {study: f"{DRIVER} --study {study}" for study in STUDIES}
