@@ -24,13 +24,14 @@ TABLE = (
     (OK, 'completed or diverged (a diverged run is a result: status "diverged" in summary.json)'),
     (
         COMPOSE,
-        "the config cannot be composed: a key no config has (normlab's line first: the valid keys at "
-        "that level and the closest)",
+        "the config cannot be composed for another reason than a misspelling (Hydra's message, "
+        "in one line)",
     ),
     (
         BAD_INPUT,
         "bad input: a config value, a config group choice that does not exist (norm=rmsnrom: the "
-        "options and the closest) or a data file; one line names the key or file and the fix, "
+        "options and the closest), a key no config has (task.train.lrr: the valid keys at that "
+        "level and the closest) or a data file; one line names the key or file and the fix, "
         "nothing is written",
     ),
     (

@@ -98,12 +98,15 @@ def explain_unknown_keys(argv: list[str]) -> list[str]:
             full = f"{parent}.{leaf}"
             if leaf in valid:
                 hints.append(
-                    f"normlab: {full} is valid but not in the config file; add it with +{full}=..."
+                    f"normlab: error: {full} is valid but not in the config file; add it with "
+                    f"+{full}=..."
                 )
             else:
-                close = difflib.get_close_matches(leaf, sorted(valid), 1)
+                # a looser cutoff than difflib's: lr_max is closest to lr, and a name is offered
+                close = difflib.get_close_matches(leaf, sorted(valid), 1, cutoff=0.4)
                 hints.append(
-                    f"normlab: {full} is not a config key; valid keys under {parent}: {sorted(valid)}"
+                    f"normlab: error: {full} is not a config key; valid keys under {parent}: "
+                    f"{', '.join(sorted(valid))}"
                     + (f"; did you mean {parent}.{close[0]}?" if close else "")
                 )
             break

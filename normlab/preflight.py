@@ -6,7 +6,7 @@ advice to add a misspelled key with '+':
   ``scale=smol``, every value of a sweep): one line per choice with the options there are (the
   user's own packages' included, through Hydra's search path) and the closest; exit 2;
 - a key no config has (``task.train.lrr=1e-3``) in a single run: normlab's line with the valid keys
-  at that level and the closest (hints.explain_unknown_keys); exit 1, as Hydra's own. A sweep's
+  at that level and the closest (hints.explain_unknown_keys); exit 2, as a wrong choice. A sweep's
   keys are left to the sweeper, which reports each point that cannot be composed.
 """
 
@@ -93,5 +93,5 @@ def check(argv: list[str]) -> Optional[tuple[int, list[str]]]:
     if lines := choice_errors(argv):
         return exitcodes.BAD_INPUT, lines
     if lines := key_errors(argv):
-        return exitcodes.COMPOSE, lines
+        return exitcodes.BAD_INPUT, lines
     return None

@@ -127,7 +127,10 @@ def main(argv=None) -> int:
     try:
         cfg = compose(overrides)
     except (HydraException, OmegaConfBaseException) as e:
-        raise ComposeError(composition_error(e, overrides)) from None
+        lines = composition_error(e, overrides)
+        # a key no config has is bad input, as a wrong choice is; Hydra's other refusals stay 1
+        keyed = any(line.startswith("normlab: error: ") for line in lines)
+        raise ComposeError(lines, exitcodes.BAD_INPUT if keyed else exitcodes.COMPOSE) from None
     if not SAFE_NAME.fullmatch(str(cfg.name)):
         raise ConfigError(f"name={cfg.name!r}: the search's folder name: {SAFE_NAME.pattern}")
     ranges = space(spec, cfg)

@@ -99,18 +99,23 @@ def test_the_readmes_timings_are_the_measured_ones():
     assert f"its first training step {first} s after launch" in readme
 
 
+def copy_family_tables(root: Path) -> None:
+    """The fixed-lr family's committed folders under ``root``, without their runs and figures."""
+    for folder in ("mini", "mini-tuned", "mini-enwik8-prenorm"):
+        shutil.copytree(
+            REPO / "results" / folder,
+            root / "results" / folder,
+            ignore=shutil.ignore_patterns("runs", "figures"),
+        )
+
+
 @pytest.mark.skipif(not HAS_RESULTS, reason="no committed results/mini tables")
 def test_a_committed_study_outside_the_family_joins_the_results_as_exploratory(tmp_path):
     """The placement study is no member of the family of tests; once its folder is committed its
     provenance and claim rows join the generated results, and before that nothing names it."""
     from normlab.campaigns.xu2019.readme import section
 
-    for folder in ("mini", "mini-tuned", "mini-enwik8-prenorm"):
-        shutil.copytree(
-            REPO / "results" / folder,
-            tmp_path / "results" / folder,
-            ignore=shutil.ignore_patterns("runs", "figures"),
-        )
+    copy_family_tables(tmp_path)
     before = section(tmp_path)
     assert "mini-placement" not in before
     # a placement folder with the pre-norm study's rows and record stands in for the real one
@@ -164,12 +169,7 @@ def test_the_confirmatory_study_leads_the_results_once_committed(tmp_path):
     from normlab.campaigns.xu2019.readme import section
     from normlab.gitinfo import git
 
-    for folder in ("mini", "mini-tuned", "mini-enwik8-prenorm"):
-        shutil.copytree(
-            REPO / "results" / folder,
-            tmp_path / "results" / folder,
-            ignore=shutil.ignore_patterns("runs", "figures"),
-        )
+    copy_family_tables(tmp_path)
     before = section(tmp_path)
     assert "mini-confirm" not in before and "`results/mini` is the primary family" in before
     # the fixed-lr folder's tables stand in for the confirmatory ones, its runs trained at the
