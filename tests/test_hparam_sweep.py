@@ -92,6 +92,9 @@ def test_a_point_that_cannot_be_composed_fails_alone(tmp_path):
         check=False,
     )
     assert out.returncode == 1 and "1 completed, 1 invalid" in out.stdout, out.stderr[-2000:]
+    # the point that could not be composed counts towards where the sweep is, as a run does
+    assert "[normlab] sweep 1/2 done (1 invalid)" in out.stdout
+    assert "[normlab] sweep 2/2 done (1 completed, 1 invalid)" in out.stdout
     assert "could not be converted to Integer" in out.stderr
     assert (
         read_json(tmp_path.joinpath(*ROOT, "layernorm", "max_steps=4", "seed1", "summary.json"))[

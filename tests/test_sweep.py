@@ -29,6 +29,14 @@ def test_sweep_survives_crash_divergence_and_bad_input(tmp_path, monkeypatch):
     root = tmp_path / "runs" / "smoke" / "default" / "synthetic_cls"
     assert out.returncode == 4, out.stderr[-3000:]  # rmsnorm + the three seed=-1 jobs
     assert "1 completed, 1 diverged, 4 failed" in out.stdout
+    # one line per finished job says where the sweep is, with progress=false as sweeps run
+    lines = [
+        x for x in out.stdout.splitlines() if x.startswith("[normlab] sweep ") and " done (" in x
+    ]
+    assert [x.split(" done")[0] for x in lines] == [f"[normlab] sweep {k}/6" for k in range(1, 7)]
+    assert (
+        "left: " in lines[0] and "sweep 6/6 done (1 completed, 1 diverged, 4 failed)" in lines[-1]
+    )
 
     ok = read_json(root / "layernorm" / "seed1" / "summary.json")
     assert ok["status"] == "completed" and ok["test"]["acc"] > 0

@@ -68,6 +68,10 @@ class NormlabSweeper(BasicSweeper):
         sweep_dir = Path(self.config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
+        if self._summary_counts_them():  # normlab's own app: each job says where the sweep is
+            from normlab.run.callbacks import start_progress
+
+            start_progress(sweep_dir, sum(len(batch) for batch in self.overrides))
 
         returns: List[Sequence[JobReturn]] = []
         errors: List[BaseException] = []
@@ -135,5 +139,8 @@ class NormlabSweeper(BasicSweeper):
 
                 message += "".join(f"\n  {h}" for h in explain_unknown_keys(list(overrides)))
                 record_invalid(self.config.hydra.sweep.dir, point, message)
+                from normlab.run.callbacks import progress
+
+                print(progress(self.config.hydra.sweep.dir, "invalid", point), flush=True)
             print(f"[normlab] sweep point not run: {point}\n  {message}", file=sys.stderr)
             return JobReturn(overrides=list(overrides), status=JobStatus.FAILED, _return_value=e)

@@ -84,6 +84,45 @@ def invalid_points(sweep_dir, remove: bool = False) -> list[tuple[str, str]]:
     return points
 
 
+PROGRESS = ".progress.jsonl"  # in the sweep folder: the sweep's size, then one line per job
+
+
+def start_progress(sweep_dir, total: int) -> None:
+    """The sweeper's first word: how many points the sweep has, and when it began."""
+    path = Path(str(sweep_dir)) / PROGRESS
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"total": total, "start": time.time()}) + "\n")
+
+
+def _minutes(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+
+
+def progress(sweep_dir, status: str, what: str) -> str:
+    """Record one finished point of a sweep (the jobs may run in other processes: one appended
+    line each) and the line that says where the sweep is: done/total, each status, the time since
+    it began and, from the finished points' pace, the time left; "" outside normlab's sweeper."""
+    path = Path(str(sweep_dir)) / PROGRESS
+    if not path.exists():
+        return ""
+    with open(path, "a") as f:  # one short write in append mode: whole lines from every process
+        f.write(json.dumps({"status": status}) + "\n")
+    head, *done = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    counts: dict[str, int] = {}
+    for d in done:
+        counts[d["status"]] = counts.get(d["status"], 0) + 1
+    n, total = len(done), int(head["total"])
+    elapsed = time.time() - float(head["start"])
+    left = f", about {_minutes(elapsed / n * (total - n))} left" if 0 < n < total else ""
+    return (
+        f"[normlab] sweep {n}/{total} done ("
+        + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+        + f"), {_minutes(elapsed)} in{left}: {status} {what}"
+    )
+
+
 def record_failure(run_dir: Path, cfg: DictConfig, error: BaseException) -> None:
     """Mark a job that failed before training as failed, unless its directory already holds a run
     (that run's files stay untouched)."""
@@ -116,11 +155,18 @@ class SweepSummary(Callback):
         invalid_points(config.hydra.sweep.dir, remove=True)  # a crashed earlier sweep's
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs) -> None:
-        if not hasattr(self, "jobs"):
+        # in the sweeping process, or a worker's (joblib, submitit): the line is printed by
+        # whichever runs the job, whatever ``progress`` says
+        if "MULTIRUN" not in str(config.hydra.get("mode")):
             return  # a single run, not a sweep
         value = job_return._return_value if job_return.status == JobStatus.COMPLETED else None
-        status = getattr(value, "status", "failed")
-        self.jobs.append((str(status), str(config.hydra.runtime.output_dir)))
+        status = str(getattr(value, "status", "failed"))
+        out = str(config.hydra.runtime.output_dir)
+        line = progress(config.hydra.sweep.dir, status, out)
+        if line and int(os.environ.get("RANK", "0")) == 0:
+            print(line, flush=True)
+        if hasattr(self, "jobs"):
+            self.jobs.append((status, out))
 
     def _from_files(self, root: Path) -> list[tuple[str, str]]:
         jobs = []
