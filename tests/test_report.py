@@ -593,3 +593,36 @@ def test_a_run_with_an_unreadable_summary_is_skipped_by_name(tmp_path, capsys):
     assert (
         f"{bad} skipped: its summary.json or config.yaml is unreadable" in capsys.readouterr().err
     )
+
+
+def test_a_run_still_training_is_an_unfinished_cell_of_its_own_settings_row(tmp_path):
+    """A live run has no summary yet: its row is the one its folder names (the setting its summary
+    will record), not its norm options, so a live sweep shows no second row for one norm."""
+    import json
+
+    from normlab.report.aggregate import Grid
+    from normlab.report.runs import setting_of_path
+
+    for seed, v in ((1, 70.0), (2, 72.0)):  # finished, at the norm's defaults: setting {}
+        d = make_run(tmp_path, "rt", "tempnorm", seed, v, options={"t0": 1.0})
+        s = json.loads((d / "summary.json").read_text())
+        (d / "summary.json").write_text(json.dumps({**s, "setting": {}}))
+    make_run(tmp_path, "rt", "tempnorm", 3, options={"t0": 1.0}, summary=False)  # training now
+    made = make_run(tmp_path / "made", "rt", "tempnorm", 1, options={"t0": 2.0}, summary=False)
+    live = tmp_path / "rt" / "tempnorm" / "t0=2.0,lr=1e-05" / "seed1"
+    live.parent.mkdir()
+    made.rename(live)
+    grid = Grid(find_runs([tmp_path]))
+    # the default row (two finished, one unfinished) and the live t0=2.0 run's own
+    assert sorted(s for (_, (_, s)) in grid.cells) == ['{"lr": 1e-05, "t0": 2.0}', "{}"]
+    (default,) = [c for (_, (n, s)), c in grid.cells.items() if s == "{}"]
+    assert sorted(r.status for r in default.runs) == ["completed", "completed", "incomplete"]
+    # what the folder names, typed as the summary will record it; a folder it cannot read: None
+    assert setting_of_path(tmp_path / "rt/tempnorm/t0=2.0,lr=1e-05/seed1", "tempnorm") == {
+        "t0": 2.0, "lr": 1e-05,
+    }  # fmt: skip
+    assert setting_of_path(tmp_path / "rt/tempnorm/seed3", "tempnorm") == {}
+    assert setting_of_path(tmp_path / "rt/tempnorm/opt=adam,~clip_norm/seed1", "tempnorm") == {
+        "opt": "adam", "clip_norm": "~",
+    }  # fmt: skip
+    assert setting_of_path(tmp_path / "rt/tempnorm/C=2,lr=0.0~0123456789/seed1", "tempnorm") is None

@@ -77,7 +77,28 @@ class Run:
         existed fall back to their norm options."""
         if "setting" in self.summary:
             return self.summary["setting"] or {}
+        if self.status == "incomplete":  # still training: its row is the one its folder names
+            inferred = self._setting_of_folder()
+            if inferred is not None:
+                return inferred
         return self.norm_options
+
+    def _setting_of_folder(self) -> Optional[dict]:
+        """A live run's setting: what a finished run of the same folder recorded (the folder is
+        named by the setting), else what the folder's name says; None: its norm options decide,
+        as they do for a finished sibling that recorded no setting."""
+        for sibling in sorted(self.path.parent.glob("*/summary.json")):
+            if sibling.parent == self.path:
+                continue
+            try:
+                recorded = json.loads(sibling.read_text())
+            except (OSError, ValueError):
+                continue
+            if "setting" in recorded:
+                return recorded["setting"] or {}
+            if recorded.get("status") in FINAL:  # a run written before settings were recorded
+                return None
+        return setting_of_path(self.path, self.norm)
 
     @property
     def metric(self) -> Optional[str]:
@@ -109,6 +130,38 @@ class Run:
         """The config without seed and runtime keys: runs in one table cell should share it."""
         cfg = without({k: v for k, v in self.config.items() if k not in CELL_FREE_KEYS})
         return json.dumps(cfg, sort_keys=True, default=str)
+
+
+_SEED_DIR = re.compile(r"seed-?\d+")
+# "C=2,lr=0.001,~key": a comma starts the next item only where a key (or ~key) follows
+_ITEM = re.compile(r",(?=~?[A-Za-z_][\w.]*(?:=|,|$))")
+
+
+def setting_of_path(path: Path, norm: str) -> Optional[dict]:
+    """The setting a run's folder names (runs/<scale>/<name>/<task>/<norm>/[<setting>/]seed<k>,
+    normlab.setting.segment), as summary.json records it once the run ends; None when the path is
+    not of that form or its segment cannot be read back (a shortened one)."""
+    path = Path(path)
+    if not _SEED_DIR.fullmatch(path.name):
+        return None
+    if path.parent.name == norm:
+        return {}
+    segment = path.parent.name
+    if path.parent.parent.name != norm or "~" in segment.replace(",~", ",").lstrip("~"):
+        return None
+    out: dict = {}
+    for item in _ITEM.split(segment.replace("%2F", "/")):
+        if item.startswith("~"):
+            out[item[1:]] = "~"
+            continue
+        key, eq, text = item.partition("=")
+        if not eq:
+            return None
+        try:  # normlab.setting writes JSON for bools, None, lists and dicts, str() for the rest
+            out[key] = json.loads(text)
+        except ValueError:
+            out[key] = text
+    return out
 
 
 def load_run(path: Path) -> Run:
