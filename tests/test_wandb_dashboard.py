@@ -80,6 +80,12 @@ def test_cli_dry_run_and_missing_key(tmp_path, monkeypatch, capsys):
     assert "grid [table2] filters: Config('norm.name') in ['none', 'detachnorm'" in out
     assert main(["--entity", "me", "--project", "p"]) == 2
     assert "needs a wandb API key" in capsys.readouterr().err
+    # an outline needs no entity; saving one does
+    assert main(["--tasks", "rt", "--dry-run"]) == 0
+    assert "grid [table2]" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        main(["--tasks", "rt"])
+    assert e.value.code == 2 and "--entity and --project" in capsys.readouterr().err
 
 
 def test_runs_shape_the_report_their_group_norms_and_tasks(tmp_path, capsys):
@@ -104,6 +110,7 @@ def test_runs_shape_the_report_their_group_norms_and_tasks(tmp_path, capsys):
     # the beyond table has LayerNorm and RMSNorm; Tables 1-3 and the paper's curves have one norm
     assert "grid [beyond]" in out and "grid [table1]" not in out and "Overfitting" not in out
     assert "grid [enwik8" not in out  # only the tasks the runs ran
+    assert "normlab: runs of group my_sweep" in out and "Xu et al." not in out.splitlines()[0]
     report = build_report("me", "p", group="my_sweep", tasks=["rt"], norms=["layernorm", "mynorm"])
     names = [g.runsets[0].name for g in grids(report)]
     assert names == ["rt: every norm"]

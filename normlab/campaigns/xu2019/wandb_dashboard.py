@@ -142,7 +142,12 @@ def build_report(
         x for x in [f"group {group}" if group else "", f"scale {scale}" if scale else ""] if x
     )
     blocks = [
-        wr.H1(text="normlab: Xu et al. (2019), Understanding and Improving Layer Normalization"),
+        # a user's runs (``norms`` read from them) are titled by their group, not by the paper
+        wr.H1(
+            text=f"normlab: {f'runs of group {group}' if group else 'runs'}"
+            if norms is not None
+            else "normlab: Xu et al. (2019), Understanding and Improving Layer Normalization"
+        ),
         wr.P(
             text=f"Runs of {entity}/{project}{' (' + where + ')' if where else ''}. Built by "
             "normlab-wandb-dashboard; the local run files (summary.json, curves.jsonl) stay the "
@@ -227,10 +232,15 @@ def main(argv=None) -> int:
     )
     p.add_argument("--version", action="version", version=version_text())
     p.add_argument(
-        "--entity", required=True, help="wandb entity (user or team) that holds the runs"
+        "--entity",
+        default=None,
+        help="wandb entity (user or team) that holds the runs (to save the report; --dry-run "
+        "needs none)",
     )
     p.add_argument(
-        "--project", required=True, help="wandb project (logger.project, default normlab)"
+        "--project",
+        default=None,
+        help="wandb project (logger.project, default normlab; --dry-run needs none)",
     )
     p.add_argument(
         "--runs",
@@ -256,6 +266,10 @@ def main(argv=None) -> int:
         "--dry-run", action="store_true", help="print the report's outline; send nothing"
     )
     a = p.parse_args(argv)
+    if not a.dry_run and not (a.entity and a.project):
+        p.error("--entity and --project name where the report is saved (or --dry-run: its outline)")
+    # the outline of a dry run names where the runs would be looked up, without guessing
+    entity, project = a.entity or "<entity>", a.project or "normlab"
     group, norms, tasks = a.group, None, None
     if a.runs:
         try:
@@ -271,7 +285,7 @@ def main(argv=None) -> int:
     if a.tasks:
         tasks = [t.strip() for t in a.tasks.split(",") if t.strip()]
     try:
-        report = build_report(a.entity, a.project, group or None, a.scale, tasks, norms)
+        report = build_report(entity, project, group or None, a.scale, tasks, norms)
     except ImportError:
         p.error("needs wandb-workspaces: pip install 'normlab[dashboard]'")
     except ValueError as e:
