@@ -192,6 +192,21 @@ def test_online_init_failure_falls_back_to_offline_with_capped_waits(tmp_path, m
     assert "wandb init (online) failed" in capsys.readouterr().err
 
 
+def test_wandbs_console_summary_is_off_where_the_job_prints_no_progress(tmp_path, monkeypatch):
+    """A sweep's jobs (progress=false) keep wandb's ~80-line console summary to themselves, the
+    summary staying in the wandb run; an interactive run shows it; logger.quiet decides when set."""
+    calls = []
+    monkeypatch.setattr(wandb, "init", lambda **kw: calls.append(kw) or FakeRun())
+    for options, config, expected in [
+        ({}, {"progress": False}, True),
+        ({}, {"progress": True}, False),
+        ({"quiet": False}, {"progress": False}, False),
+        ({"quiet": True}, {"progress": True}, True),
+    ]:
+        WandbLogger({"mode": "offline", **options}, config, str(tmp_path))
+        assert calls[-1]["settings"].quiet is expected, (options, config)
+
+
 def test_metric_names_follow_the_split():
     assert WandbLogger.keys(
         {"epoch": 1, "split": "valid", "loss": 0.5, "acc": 80.0, "grad/all/in_var": 1.0}

@@ -29,6 +29,16 @@ def wandb_mode(mode: Optional[str]) -> str:
     return "online" if has_key else "offline"
 
 
+def quiet(setting: Optional[bool], config: dict) -> bool:
+    """Whether wandb keeps its console summary to itself (the summary stays in the wandb run):
+    ``logger.quiet`` when set, else in a job without a progress line (``progress=false``, as
+    sweeps and study slices run), where each job's ~80 ``wandb:`` lines would bury the sweep's
+    own one line per job."""
+    if setting is not None:
+        return bool(setting)
+    return config.get("progress") is False
+
+
 class WandbLogger:
     """One wandb run per job; offline automatically when no API key is configured.
 
@@ -60,6 +70,7 @@ class WandbLogger:
             settings = wandb.Settings(
                 init_timeout=float(cfg.get("init_timeout", 30)),
                 finish_timeout=float(cfg.get("finish_timeout", 60)),
+                quiet=quiet(cfg.get("quiet"), config),
             )
             kwargs = dict(
                 project=cfg.get("project", "normlab"),
