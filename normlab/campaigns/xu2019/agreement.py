@@ -20,8 +20,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import NamedTuple, Optional
 
-from scipy import stats
-
+from ...report import hypotheses as H
 from ...report import stats as S
 from ...report.aggregate import fmt
 from ...report.axis import task_of
@@ -63,10 +62,10 @@ def two_sided_p(f: Finding, looks: int) -> Optional[float]:
     """The row's difference against 0, two-sided, times the ``looks`` it may have been read at."""
     if f.decided or f.stream is None:
         return None
-    mean, se, df = f.stream
-    if se <= 0:
+    s = H.Stream(*f.stream)
+    if s.se <= 0:
         return None
-    p = 2.0 * float(stats.t.sf(abs(mean / se), df))
+    p = 2.0 * float(min(H.above(s, 0.0), H.below(s, 0.0)))
     return min(1.0, looks * p)
 
 

@@ -46,32 +46,32 @@ def _parsed(text: str):
         return text
 
 
-def _unchanged_at(commit: str, files: Sequence[str]) -> Optional[bool]:
-    """Whether each of ``files`` (paths in the checkout) declares at ``commit`` what it declares
-    now; None when the clone does not hold the commit."""
+def _unchanged_at(commit: str, now: dict) -> Optional[bool]:
+    """Whether each file of ``now`` (path in the checkout -> what it declares now) declares the
+    same at ``commit``; None when the clone does not hold the commit."""
     try:
         git("cat-file", "-e", f"{commit}^{{commit}}")
     except (GitError, OSError):
         return None
-    for f in files:
+    for f, declared_now in now.items():
         try:
             then = git("show", f"{commit}:{f}")
         except (GitError, OSError):
             return False  # the file did not exist there: declared after that run
-        if _parsed(then) != _parsed((REPO / f).read_text()):
+        if _parsed(then) != declared_now:
             return False
     return True
 
 
-def _last_change(files: Sequence[str]) -> Optional[tuple[str, int, str]]:
-    """(commit, unix time, date) of the last commit that changed what ``files`` declare (a commit
-    that changed a comment only is not one); None outside a checkout."""
+def _last_change(now: dict) -> Optional[tuple[str, int, str]]:
+    """(commit, unix time, date) of the last commit that changed what the files of ``now``
+    declare (a commit that changed a comment only is not one); None outside a checkout."""
     try:
-        log = git("log", "--format=%H", "--", *files).split()
+        log = git("log", "--format=%H", "--", *now).split()
     except (GitError, OSError):
         return None
     for commit in log:  # newest first: the first whose parent declares otherwise changed it
-        if _unchanged_at(f"{commit}^", files) is not True:
+        if _unchanged_at(f"{commit}^", now) is not True:
             return _when(commit)
     return None
 
@@ -96,9 +96,10 @@ def declared(
         rel = [str(Path(f).resolve().relative_to(REPO)) for f in files]
     except ValueError:  # a declaration outside the checkout: git cannot date it
         return None
-    decl = _last_change(rel)
+    now = {f: _parsed((REPO / f).read_text()) for f in rel}  # read once, compared at every commit
+    decl = _last_change(now)
     runs = [w for c in commits if (w := _when(c))]
-    unchanged = [_unchanged_at(c, rel) for c in commits]
+    unchanged = [_unchanged_at(c, now) for c in commits]
     if decl is None or not runs or None in unchanged:
         return None
     first = min(runs, key=lambda w: w[1])
